@@ -1,0 +1,84 @@
+// ptprof/event.h: one collected event, CPU or GPU, as handed to trace handlers.
+//
+// Times are int64 nanoseconds since the Unix epoch; conversion to the microseconds of the
+// Chrome-trace format happens only in the trace writer.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace ptprof {
+
+enum class EventKind : uint8_t {
+  CpuOp,              // ATen operator, autograd node ("cpu_op")
+  UserAnnotation,     // ptprof::Range, RECORD_USER_SCOPE, ProfilerStep#N ("user_annotation")
+  Kernel,             // GPU kernel ("kernel")
+  Memcpy,             // GPU copy ("gpu_memcpy")
+  Memset,             // GPU memset ("gpu_memset")
+  CudaRuntime,        // cudaLaunchKernel, ... ("cuda_runtime")
+  CudaDriver,         // cuLaunchKernel, ... ("cuda_driver")
+  CudaSync,           // stream/event/context synchronization ("cuda_sync")
+  GpuUserAnnotation,  // a user range projected onto a GPU stream ("gpu_user_annotation")
+  Overhead,           // CUPTI's own overhead ("overhead")
+};
+
+// The trace category PyTorch's profiler writes for `kind`.
+const char* category(EventKind kind);
+bool is_gpu(EventKind kind);
+
+// Launch geometry and resources of a kernel, as CUPTI reports them.
+struct KernelInfo {
+  int32_t grid[3] = {0, 0, 0};
+  int32_t block[3] = {0, 0, 0};
+  int32_t registers_per_thread = 0;
+  int32_t shared_memory = 0;  // static + dynamic, bytes
+  uint32_t context = 0;
+  int64_t queued = 0;
+  float blocks_per_sm = 0;
+  float warps_per_sm = 0;
+  int32_t occupancy_pct = 0;  // est. achieved occupancy %
+};
+
+// Bytes moved by a copy or memset, and its kinds (copy kind and src/dst memory kinds).
+struct TransferInfo {
+  uint64_t bytes = 0;
+  uint32_t context = 0;
+  uint8_t copy_kind = 0;
+  uint8_t src_kind = 0;
+  uint8_t dst_kind = 0;
+};
+
+struct Event {
+  EventKind kind = EventKind::CpuOp;
+  std::string_view name;  // owned by the Trace that holds the event
+  int64_t start_ns = 0;   // Unix epoch ns
+  int64_t duration_ns = 0;
+  int64_t self_ns = 0;  // duration minus the durations of direct children (CPU events)
+
+  // CPU events: process id and OS thread id. GPU events: device id and stream id.
+  int64_t pid = 0;
+  int64_t tid = 0;
+
+  uint64_t external_id = 0;  // ptprof's id of the CPU op ("External id")
+  uint64_t correlation = 0;  // CUPTI correlation id (runtime call <-> GPU activity)
+  uint64_t record_function_id = 0;
+  int64_t sequence_nr = -1;     // autograd sequence number, -1 if none
+  uint64_t fwd_thread_id = 0;   // backward ops: logical id of the forward thread
+  uint64_t thread_id = 0;       // RecordFunction's logical thread id of the op
+  int64_t parent = -1;          // index of the enclosing event in Trace::events(), -1 if root
+  int32_t depth = 0;            // nesting depth on its thread
+  bool finished = true;         // false: still running when the window closed
+  bool is_async = false;
+  bool flow_start = false;      // starts an "ac2g" flow (id = correlation): a launch
+  bool flow_end = false;        // ends one: the GPU activity it launched
+
+  // CUDA runtime/driver calls.
+  int32_t cbid = 0;
+  // GPU activity.
+  int32_t device = -1;
+  int64_t stream = -1;
+  KernelInfo kernel;
+  TransferInfo transfer;
+};
+
+}  // namespace ptprof

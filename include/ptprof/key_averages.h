@@ -1,0 +1,54 @@
+// ptprof/key_averages.h: per-name aggregates of a trace and torch.profiler's table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ptprof {
+
+struct KeyAverage {
+  std::string key;  // op or range name
+  std::string input_shapes;  // only when grouped by input shape
+  int64_t count = 0;
+  int64_t self_cpu_time_total_ns = 0;
+  int64_t cpu_time_total_ns = 0;
+  int64_t self_device_time_total_ns = 0;
+  int64_t device_time_total_ns = 0;
+  bool is_user_annotation = false;
+  bool is_device_activity = false;  // a kernel, copy or memset row
+
+  int64_t cpu_time_avg_ns() const { return count ? cpu_time_total_ns / count : 0; }
+  int64_t device_time_avg_ns() const { return count ? device_time_total_ns / count : 0; }
+};
+
+// What a table is sorted by (descending), with torch.profiler's names in table(sort_by=...).
+enum class SortBy {
+  None,                  // order of first appearance
+  SelfCpuTimeTotal,      // "self_cpu_time_total"
+  CpuTimeTotal,          // "cpu_time_total"
+  CpuTime,               // "cpu_time" (average)
+  SelfDeviceTimeTotal,   // "self_cuda_time_total", "self_device_time_total"
+  DeviceTimeTotal,       // "cuda_time_total", "device_time_total"
+  DeviceTime,            // "cuda_time", "device_time"
+  Count,                 // "count"
+};
+
+// Parses torch.profiler's sort_by names; throws ptprof::Error listing the valid ones.
+SortBy parse_sort_by(const std::string& name);
+
+class KeyAverages {
+ public:
+  std::vector<KeyAverage> rows;
+  bool has_device_time = false;
+  bool has_input_shapes = false;
+
+  const KeyAverage* find(const std::string& key) const;
+  void sort(SortBy by);
+
+  // The table torch.profiler's key_averages().table() prints, same columns and formats.
+  std::string table(SortBy sort_by = SortBy::None, int row_limit = 100) const;
+  std::string table(const std::string& sort_by, int row_limit = 100) const;
+};
+
+}  // namespace ptprof

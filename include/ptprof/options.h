@@ -1,0 +1,46 @@
+// ptprof/options.h: everything a ProfileSession can be asked to do, as one plain struct.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptprof/schedule.h"
+#include "ptprof/trace_handler.h"
+
+namespace ptprof {
+
+enum class Activity {
+  CPU,   // ATen ops, autograd, user ranges (RecordFunction)
+  CUDA,  // kernels, copies, memsets, runtime/driver calls (CUPTI)
+};
+
+struct Options {
+  // What to collect. CUDA without a usable GPU/CUPTI degrades to CPU with one warning.
+  std::vector<Activity> activities{Activity::CPU};
+
+  // Without a schedule everything from construction to stop() is one trace and no
+  // ProfilerStep#N ranges are emitted (as torch.profiler without `schedule`).
+  std::optional<Schedule> schedule;
+
+  // Called, in order, with each finished trace. A handler that throws is reported and
+  // the others still run.
+  std::vector<TraceHandlerPtr> on_trace_ready;
+
+  bool record_shapes = false;
+  bool profile_memory = false;
+  bool with_stack = false;
+  bool with_flops = false;
+
+  // Name of this process in traces; empty: "<hostname>_<pid>" (torch.profiler's default).
+  std::string worker_name;
+
+  // Upper bound on host memory for recorded CPU events of one window. When a window
+  // outgrows it, new events are dropped and counted (see Trace::dropped_events).
+  std::size_t max_event_memory_bytes = std::size_t{1} << 30;
+};
+
+}  // namespace ptprof

@@ -1,0 +1,12 @@
+// ptprof/ptprof.h: the whole public API.
+#pragma once
+
+#include "ptprof/error.h"
+#include "ptprof/event.h"
+#include "ptprof/key_averages.h"
+#include "ptprof/options.h"
+#include "ptprof/range.h"
+#include "ptprof/schedule.h"
+#include "ptprof/session.h"
+#include "ptprof/trace.h"
+#include "ptprof/trace_handler.h"

@@ -1,0 +1,85 @@
+// ptprof/trace.h: one finished profiling window: its events, threads, devices, metadata.
+//
+// A Trace is what trace handlers receive and what ProfileSession keeps as the result of the
+// last window. It owns the strings its events' names point into, so copies share them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptprof/event.h"
+#include "ptprof/key_averages.h"
+
+namespace ptprof {
+
+struct ThreadInfo {
+  int64_t tid = 0;         // OS thread id
+  uint64_t logical_id = 0;  // RecordFunction's thread id
+  std::string name;         // pthread name
+};
+
+struct DeviceProperties {
+  int32_t id = 0;
+  std::string name;
+  int64_t total_global_mem = 0;
+  int32_t compute_major = 0;
+  int32_t compute_minor = 0;
+  int32_t max_threads_per_block = 0;
+  int32_t max_threads_per_multiprocessor = 0;
+  int32_t regs_per_block = 0;
+  int32_t warp_size = 0;
+  int64_t shared_mem_per_block = 0;
+  int32_t num_sms = 0;
+  int32_t regs_per_multiprocessor = 0;
+  int64_t shared_mem_per_block_optin = 0;
+  int64_t shared_mem_per_multiprocessor = 0;
+};
+
+class Trace {
+ public:
+  Trace();
+
+  // Events in no particular cross-thread order; on each thread CPU events are in start order
+  // and `parent` links give the exact nesting.
+  std::vector<Event> events;
+  std::vector<ThreadInfo> threads;
+  std::vector<DeviceProperties> devices;
+
+  int64_t pid = 0;
+  std::string process_name;
+  std::string worker_name;
+  int64_t window_start_ns = 0;  // Unix epoch ns
+  int64_t window_end_ns = 0;
+  int64_t window_index = 0;  // 0 for the first saved window of the session
+  std::vector<int64_t> steps;  // step numbers recorded in this window
+
+  // Events that could not be recorded (memory budget), by kind of loss.
+  uint64_t dropped_events = 0;
+  // Top-level keys written into the trace as-is; each value must be valid JSON text.
+  std::map<std::string, std::string> metadata;
+  // Why GPU data is absent, when CUDA was asked for and could not be collected.
+  std::string gpu_unavailable_reason;
+
+  // Copies `s` into storage owned by this trace and returns a view of it (for builders).
+  std::string_view intern(std::string_view s);
+
+  // torch.profiler's key_averages(); see ptprof/key_averages.h.
+  KeyAverages key_averages(bool group_by_input_shape = false) const;
+
+  // Chrome-trace JSON as torch.profiler's export_chrome_trace writes it; ".gz" compresses.
+  // Written to a temporary file and renamed. Throws ptprof::Error naming the path on failure.
+  void save(const std::string& path) const;
+  std::string to_json() const;
+
+  // Recomputes parent, depth and self time of CPU events from their intervals per thread.
+  void rebuild_tree();
+
+ private:
+  std::shared_ptr<void> strings_;  // opaque string storage shared by copies
+};
+
+}  // namespace ptprof

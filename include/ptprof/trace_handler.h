@@ -1,0 +1,37 @@
+// ptprof/trace_handler.h: what happens to a finished trace.
+//
+// A handler receives each finished trace on the thread that called ProfileSession::step()
+// or stop(). It reports failure by throwing; the session catches it, reports it, and the
+// training run goes on.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace ptprof {
+
+class Trace;
+
+class TraceHandler {
+ public:
+  virtual ~TraceHandler() = default;
+  virtual void handle(const Trace& trace) = 0;
+};
+
+using TraceHandlerPtr = std::shared_ptr<TraceHandler>;
+
+// torch.profiler.tensorboard_trace_handler: writes
+// <dir>/<worker_name>.<time in ns>.pt.trace.json[.gz], creating <dir> if needed.
+// An empty worker_name means "<hostname>_<pid>".
+TraceHandlerPtr tensorboard_trace_handler(std::string dir, std::string worker_name = "",
+                                          bool use_gzip = false);
+
+// Writes each finished trace to `path` (gzip-compressed if it ends in ".gz"), replacing
+// the previous one. As every ptprof writer, it writes a temporary file and renames it.
+TraceHandlerPtr chrome_trace_handler(std::string path);
+
+// Any callable receiving the finished trace.
+TraceHandlerPtr callback_handler(std::function<void(const Trace&)> fn);
+
+}  // namespace ptprof

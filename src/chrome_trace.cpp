@@ -1,0 +1,348 @@
+#include "chrome_trace.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "clock.h"
+#include "ptprof/error.h"
+#include "ptprof/trace.h"
+
+namespace ptprof::detail {
+
+namespace {
+
+// Kineto's GPU process sort index base (kExceedMaxPid).
+constexpr int64_t kGpuSortIndexBase = 5000000;
+constexpr int64_t kSpansSortIndex = 536870912;
+
+void write_cpu_args(JsonWriter& w, const Event& e, uint64_t index) {
+  w.key("args").begin_object();
+  if (e.external_id != 0) w.key("External id").value(e.external_id);
+  w.key("Record function id").value(e.record_function_id);
+  if (e.sequence_nr >= 0) {
+    w.key("Fwd thread id").value(e.fwd_thread_id);
+    w.key("Sequence number").value(e.sequence_nr);
+  }
+  w.key("Ev Idx").value(index);
+  if (!e.finished) w.key("finished").value(false);
+  w.end_object();
+}
+
+void write_gpu_args(JsonWriter& w, const Event& e) {
+  w.key("args").begin_object();
+  if (e.external_id != 0) w.key("External id").value(e.external_id);
+  switch (e.kind) {
+    case EventKind::Kernel: {
+      const KernelInfo& k = e.kernel;
+      w.key("queued").value(k.queued);
+      w.key("device").value(e.device);
+      w.key("context").value(k.context);
+      w.key("stream").value(e.stream);
+      w.key("correlation").value(e.correlation);
+      w.key("registers per thread").value(k.registers_per_thread);
+      w.key("shared memory").value(k.shared_memory);
+      w.key("blocks per SM").value(static_cast<double>(k.blocks_per_sm));
+      w.key("warps per SM").value(static_cast<double>(k.warps_per_sm));
+      w.key("grid").begin_array().value(k.grid[0]).value(k.grid[1]).value(k.grid[2]).end_array();
+      w.key("block").begin_array().value(k.block[0]).value(k.block[1]).value(k.block[2]).end_array();
+      w.key("est. achieved occupancy %").value(k.occupancy_pct);
+      break;
+    }
+    case EventKind::Memcpy:
+    case EventKind::Memset: {
+      w.key("device").value(e.device);
+      w.key("context").value(e.transfer.context);
+      w.key("stream").value(e.stream);
+      w.key("correlation").value(e.correlation);
+      w.key("bytes").value(e.transfer.bytes);
+      if (e.duration_ns > 0) {
+        w.key("memory bandwidth (GB/s)")
+            .value(static_cast<double>(e.transfer.bytes) / static_cast<double>(e.duration_ns));
+      } else {
+        w.key("memory bandwidth (GB/s)").value("N/A");
+      }
+      break;
+    }
+    case EventKind::CudaRuntime:
+    case EventKind::CudaDriver:
+      w.key("cbid").value(e.cbid);
+      w.key("correlation").value(e.correlation);
+      break;
+    case EventKind::CudaSync:
+      w.key("stream").value(e.stream);
+      w.key("correlation").value(e.correlation);
+      w.key("device").value(e.device);
+      break;
+    default:
+      break;
+  }
+  w.end_object();
+}
+
+void write_flow(JsonWriter& w, const Event& e, int64_t ts, bool start) {
+  w.begin_object();
+  w.key("ph").value(start ? "s" : "f");
+  w.key("id").value(e.correlation);
+  w.key("pid").value(e.pid);
+  w.key("tid").value(e.tid);
+  w.key("ts").value_us(ts);
+  w.key("cat").value("ac2g");
+  w.key("name").value("ac2g");
+  if (!start) w.key("bp").value("e");
+  w.end_object();
+}
+
+template <typename ArgsFn>
+void write_meta(JsonWriter& w, const char* name, int64_t ts, int64_t pid, int64_t tid,
+                const char* arg, ArgsFn&& value) {
+  w.begin_object();
+  w.key("name").value(name);
+  w.key("ph").value("M");
+  w.key("ts").value_us(ts);
+  w.key("pid").value(pid);
+  w.key("tid").value(tid);
+  w.key("args").begin_object().key(arg);
+  value(w);
+  w.end_object().end_object();
+}
+
+}  // namespace
+
+void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_name) {
+  const int64_t base = trace_base_time_ns();
+  auto rel = [base](int64_t unix_ns) { return unix_ns > base ? unix_ns - base : 0; };
+
+  w.begin_object();
+  w.key("schemaVersion").value(int64_t{1});
+  w.newline().key("deviceProperties").begin_array();
+  for (const DeviceProperties& d : t.devices) {
+    w.begin_object();
+    w.key("id").value(d.id);
+    w.key("name").value(d.name);
+    w.key("totalGlobalMem").value(d.total_global_mem);
+    w.key("computeMajor").value(d.compute_major);
+    w.key("computeMinor").value(d.compute_minor);
+    w.key("maxThreadsPerBlock").value(d.max_threads_per_block);
+    w.key("maxThreadsPerMultiprocessor").value(d.max_threads_per_multiprocessor);
+    w.key("regsPerBlock").value(d.regs_per_block);
+    w.key("warpSize").value(d.warp_size);
+    w.key("sharedMemPerBlock").value(d.shared_mem_per_block);
+    w.key("numSms").value(d.num_sms);
+    w.key("regsPerMultiprocessor").value(d.regs_per_multiprocessor);
+    w.key("sharedMemPerBlockOptin").value(d.shared_mem_per_block_optin);
+    w.key("sharedMemPerMultiprocessor").value(d.shared_mem_per_multiprocessor);
+    w.end_object();
+  }
+  w.end_array();
+  for (const auto& [k, v] : t.metadata) w.newline().key(k).raw(v);
+  w.newline().key("displayTimeUnit").value("ms");
+  w.newline().key("baseTimeNanoseconds").value(base);
+  w.newline().key("traceEvents").begin_array();
+
+  // Activities, each followed by its flow event (Kineto's order).
+  std::set<std::pair<int64_t, int64_t>> streams;  // (device, stream) of GPU events
+  std::set<int64_t> gpu_devices;
+  uint64_t index = 0;
+  for (const Event& e : t.events) {
+    w.newline().begin_object();
+    w.key("ph").value("X");
+    w.key("cat").value(category(e.kind));
+    w.key("name").value(e.name);
+    w.key("pid").value(e.pid);
+    w.key("tid").value(e.tid);
+    w.key("ts").value_us(rel(e.start_ns));
+    w.key("dur").value_us(e.duration_ns > 0 ? e.duration_ns : 0);
+    if (e.kind == EventKind::CpuOp || e.kind == EventKind::UserAnnotation) {
+      write_cpu_args(w, e, index);
+    } else if (e.kind == EventKind::GpuUserAnnotation) {
+      w.key("args").begin_object().key("External id").value(e.external_id).end_object();
+    } else if (e.kind != EventKind::Overhead) {
+      write_gpu_args(w, e);
+    }
+    w.end_object();
+    if (e.flow_start) write_flow(w.newline(), e, rel(e.start_ns), true);
+    if (e.flow_end) write_flow(w.newline(), e, rel(e.start_ns), false);
+    if (is_gpu(e.kind) && e.kind != EventKind::Overhead) {
+      streams.emplace(e.pid, e.tid);
+      gpu_devices.insert(e.pid);
+    }
+    ++index;
+    w.maybe_flush();
+  }
+
+  const int64_t ts0 = rel(t.window_start_ns);
+  const std::string& pname = t.process_name;
+  auto str = [](const std::string& s) { return [&s](JsonWriter& w) { w.value(s); }; };
+  auto num = [](int64_t v) { return [v](JsonWriter& w) { w.value(v); }; };
+  write_meta(w.newline(), "process_name", ts0, t.pid, 0, "name", str(pname));
+  const std::string cpu_label = "CPU";
+  write_meta(w.newline(), "process_labels", ts0, t.pid, 0, "labels", str(cpu_label));
+  write_meta(w.newline(), "process_sort_index", ts0, t.pid, 0, "sort_index", num(t.pid));
+  for (const DeviceProperties& d : t.devices) gpu_devices.insert(d.id);
+  for (int64_t dev : gpu_devices) {
+    const std::string label = "GPU " + std::to_string(dev);
+    write_meta(w.newline(), "process_name", ts0, dev, 0, "name", str(pname));
+    write_meta(w.newline(), "process_labels", ts0, dev, 0, "labels", str(label));
+    write_meta(w.newline(), "process_sort_index", ts0, dev, 0, "sort_index",
+               num(kGpuSortIndexBase + dev));
+  }
+  for (const ThreadInfo& th : t.threads) {
+    const std::string label =
+        "thread " + std::to_string(th.tid) + " (" + (th.name.empty() ? pname : th.name) + ")";
+    write_meta(w.newline(), "thread_name", ts0, t.pid, th.tid, "name", str(label));
+    write_meta(w.newline(), "thread_sort_index", ts0, t.pid, th.tid, "sort_index", num(th.tid));
+  }
+  for (const auto& [dev, stream] : streams) {
+    const std::string label = "stream " + std::to_string(stream) + " ";  // Kineto's trailing space
+    write_meta(w.newline(), "thread_name", ts0, dev, stream, "name", str(label));
+    write_meta(w.newline(), "thread_sort_index", ts0, dev, stream, "sort_index", num(stream));
+  }
+
+  // The profiler span and window markers.
+  w.newline().begin_object();
+  w.key("ph").value("X");
+  w.key("cat").value("Trace");
+  w.key("ts").value_us(ts0);
+  w.key("dur").value_us(t.window_end_ns - t.window_start_ns);
+  w.key("pid").value("Spans");
+  w.key("tid").value("PyTorch Profiler");
+  w.key("name").value("PyTorch Profiler (" + std::to_string(t.window_index) + ")");
+  w.key("args").begin_object().key("Op count").value(int64_t{0}).end_object();
+  w.end_object();
+  w.newline().begin_object();
+  w.key("name").value("process_sort_index");
+  w.key("ph").value("M");
+  w.key("ts").value_us(ts0);
+  w.key("pid").value("Spans");
+  w.key("tid").value(int64_t{0});
+  w.key("args").begin_object().key("sort_index").value(kSpansSortIndex).end_object();
+  w.end_object();
+  w.newline().begin_object();
+  w.key("name").value("Iteration Start: PyTorch Profiler");
+  w.key("ph").value("i");
+  w.key("s").value("g");
+  w.key("pid").value("Traces");
+  w.key("tid").value("Trace PyTorch Profiler");
+  w.key("ts").value_us(ts0);
+  w.end_object();
+  w.newline().begin_object();
+  w.key("name").value("Record Window End");
+  w.key("ph").value("i");
+  w.key("s").value("g");
+  w.key("pid").value("");
+  w.key("tid").value("");
+  w.key("ts").value_us(rel(t.window_end_ns));
+  w.end_object();
+  w.newline().end_array();
+  w.newline().key("traceName").value(trace_name);
+  w.newline().end_object();
+  w.raw("\n");
+  w.flush();
+}
+
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+class FileSink final : public Sink {
+ public:
+  FileSink(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  void write(const char* data, std::size_t size) override {
+    while (size > 0) {
+      const ssize_t n = ::write(fd_, data, size);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw Error("ptprof: cannot write trace file " + path_ + ": " + errno_text(errno));
+      }
+      data += n;
+      size -= static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+class GzipSink final : public Sink {
+ public:
+  GzipSink(Sink& out, std::string path) : out_(out), path_(std::move(path)) {
+    std::memset(&zs_, 0, sizeof(zs_));
+    // windowBits 15 + 16: gzip framing. Level 3 keeps writing fast while compressing traces
+    // (repetitive JSON) by a large factor.
+    if (deflateInit2(&zs_, 3, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      throw Error("ptprof: cannot start gzip for " + path_);
+  }
+  ~GzipSink() override { deflateEnd(&zs_); }
+  void write(const char* data, std::size_t size) override { pump(data, size, Z_NO_FLUSH); }
+  void finish() { pump(nullptr, 0, Z_FINISH); }
+
+ private:
+  void pump(const char* data, std::size_t size, int flush) {
+    zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
+    zs_.avail_in = static_cast<uInt>(size);
+    int rc;
+    do {
+      zs_.next_out = reinterpret_cast<Bytef*>(buf_);
+      zs_.avail_out = sizeof(buf_);
+      rc = deflate(&zs_, flush);
+      if (rc == Z_STREAM_ERROR) throw Error("ptprof: gzip failed for " + path_);
+      out_.write(buf_, sizeof(buf_) - zs_.avail_out);
+    } while (zs_.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+  }
+
+  Sink& out_;
+  std::string path_;
+  z_stream zs_;
+  char buf_[1 << 16];
+};
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::function<void(Sink&)>& body) {
+  if (path.empty()) throw Error("ptprof: empty trace path");
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  // A hidden name that matches no viewer's file pattern (".json"/".gz" suffixes).
+  const std::string tmp = (slash == std::string::npos ? std::string() : dir) + "." + base + "." +
+                          std::to_string(::getpid()) + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("ptprof: cannot create trace file " + path + ": " + errno_text(errno));
+  try {
+    FileSink file(fd, path);
+    if (ends_with(path, ".gz")) {
+      GzipSink gz(file, path);
+      body(gz);
+      gz.finish();
+    } else {
+      body(file);
+    }
+    if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
+      throw Error("ptprof: cannot write trace file " + path + ": " + errno_text(errno));
+    if (::close(fd) != 0)
+      throw Error("ptprof: cannot write trace file " + path + ": " + errno_text(errno));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error("ptprof: cannot move trace file into place at " + path + ": " + errno_text(err));
+  }
+}
+
+}  // namespace ptprof::detail

@@ -1,0 +1,95 @@
+// ptprof: command-line companion of the library.
+//
+//   ptprof table TRACE [--sort KEY] [--row-limit N] [--json]   key_averages() table of a trace
+//   ptprof summary TRACE                                        events per category, steps
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "cli/trace_reader.h"
+#include "json_writer.h"
+#include "ptprof/error.h"
+#include "ptprof/key_averages.h"
+
+namespace {
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: ptprof table TRACE [--sort KEY] [--row-limit N] [--json]\n"
+               "       ptprof summary TRACE\n");
+  return 2;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 3) return usage();
+  const std::string cmd = argv[1];
+  const std::string path = argv[2];
+  std::string sort;
+  int row_limit = 100;
+  bool json = false;
+  for (int i = 3; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--sort" && i + 1 < argc) {
+      sort = argv[++i];
+    } else if (a == "--row-limit" && i + 1 < argc) {
+      row_limit = std::atoi(argv[++i]);
+    } else if (a == "--json") {
+      json = true;
+    } else {
+      std::fprintf(stderr, "ptprof: unknown argument '%s'\n", a.c_str());
+      return usage();
+    }
+  }
+  const ptprof::Trace trace =
+      ptprof::detail::parse_trace(ptprof::detail::read_trace_file(path), path);
+  if (cmd == "table") {
+    ptprof::KeyAverages avg = trace.key_averages();
+    if (!json) {
+      std::cout << avg.table(ptprof::parse_sort_by(sort), row_limit);
+      return 0;
+    }
+    avg.sort(ptprof::parse_sort_by(sort));
+    ptprof::detail::JsonWriter w;
+    w.begin_object().key("rows").begin_array();
+    for (const auto& r : avg.rows) {
+      w.begin_object();
+      w.key("name").value(r.key);
+      w.key("count").value(r.count);
+      w.key("self_cpu_time_total_ns").value(r.self_cpu_time_total_ns);
+      w.key("cpu_time_total_ns").value(r.cpu_time_total_ns);
+      w.key("self_device_time_total_ns").value(r.self_device_time_total_ns);
+      w.key("device_time_total_ns").value(r.device_time_total_ns);
+      w.key("is_user_annotation").value(r.is_user_annotation);
+      w.end_object();
+    }
+    w.end_array().end_object();
+    std::cout << w.buffer() << "\n";
+    return 0;
+  }
+  if (cmd == "summary") {
+    std::map<std::string, int64_t> per_cat;
+    int64_t steps = 0;
+    for (const auto& e : trace.events) {
+      ++per_cat[ptprof::category(e.kind)];
+      if (e.name.rfind("ProfilerStep#", 0) == 0) ++steps;
+    }
+    std::cout << path << ": " << trace.events.size() << " events, " << steps << " steps, window "
+              << (trace.window_end_ns - trace.window_start_ns) / 1000 << " us\n";
+    for (const auto& [c, n] : per_cat) std::cout << "  " << c << ": " << n << "\n";
+    return 0;
+  }
+  return usage();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,97 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include "process_info.h"
+#include "ptprof/error.h"
+#include "ptprof/trace.h"
+#include "ptprof/trace_handler.h"
+
+namespace ptprof {
+
+namespace {
+
+// mkdir -p; throws naming the directory that could not be made.
+void make_dirs(const std::string& dir) {
+  std::string partial;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      throw Error("ptprof: cannot create trace directory " + partial + ": " + std::strerror(errno));
+    }
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error("ptprof: trace directory " + dir + " is not a directory");
+}
+
+class TensorBoardHandler final : public TraceHandler {
+ public:
+  TensorBoardHandler(std::string dir, std::string worker, bool gzip)
+      : dir_(std::move(dir)), worker_(std::move(worker)), gzip_(gzip) {
+    if (dir_.empty()) throw Error("ptprof: tensorboard_trace_handler: dir is empty");
+  }
+  void handle(const Trace& trace) override {
+    make_dirs(dir_);
+    const std::string worker = !worker_.empty() ? worker_
+                               : !trace.worker_name.empty() ? trace.worker_name
+                                                            : detail::default_worker_name();
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+    std::string path = dir_ + "/" + worker + "." + std::to_string(ns) + ".pt.trace.json";
+    if (gzip_) path += ".gz";
+    trace.save(path);
+  }
+
+ private:
+  std::string dir_;
+  std::string worker_;
+  bool gzip_;
+};
+
+class ChromeTraceHandler final : public TraceHandler {
+ public:
+  explicit ChromeTraceHandler(std::string path) : path_(std::move(path)) {
+    if (path_.empty()) throw Error("ptprof: chrome_trace_handler: path is empty");
+  }
+  void handle(const Trace& trace) override { trace.save(path_); }
+
+ private:
+  std::string path_;
+};
+
+class CallbackHandler final : public TraceHandler {
+ public:
+  explicit CallbackHandler(std::function<void(const Trace&)> fn) : fn_(std::move(fn)) {
+    if (!fn_) throw Error("ptprof: callback_handler: the callable is empty");
+  }
+  void handle(const Trace& trace) override { fn_(trace); }
+
+ private:
+  std::function<void(const Trace&)> fn_;
+};
+
+}  // namespace
+
+TraceHandlerPtr tensorboard_trace_handler(std::string dir, std::string worker_name,
+                                          bool use_gzip) {
+  return std::make_shared<TensorBoardHandler>(std::move(dir), std::move(worker_name), use_gzip);
+}
+
+TraceHandlerPtr chrome_trace_handler(std::string path) {
+  return std::make_shared<ChromeTraceHandler>(std::move(path));
+}
+
+TraceHandlerPtr callback_handler(std::function<void(const Trace&)> fn) {
+  return std::make_shared<CallbackHandler>(std::move(fn));
+}
+
+}  // namespace ptprof

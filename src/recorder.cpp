@@ -1,0 +1,457 @@
+#include "recorder.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <new>
+#include <string_view>
+#include <unordered_map>
+
+#include <ATen/record_function.h>
+
+#include "clock.h"
+
+namespace ptprof::detail {
+namespace {
+
+// The hot-path record. end_ns is atomic because the collector may read it while the owner
+// thread ends the op (an op that spans the end of a window).
+struct Slot {
+  int64_t start_ns;
+  std::atomic<int64_t> end_ns;
+  uint64_t correlation;
+  uint64_t handle;
+  int64_t seq_nr;
+  uint64_t fwd_tid;
+  uint32_t name_id;
+  uint8_t scope;
+  uint8_t flags;
+};
+static_assert(sizeof(Slot) <= 64, "keep a recorded op within 64 bytes");
+
+constexpr uint32_t kChunkSlots = 2048;
+struct Chunk {
+  Slot slots[kChunkSlots];
+  Chunk* next = nullptr;
+};
+
+constexpr uint32_t kNoGen = 0xffffffffu;
+
+// One window's records of one thread: a list of chunks filled front to back.
+struct Half {
+  std::atomic<uint32_t> gen{kNoGen};
+  std::atomic<uint32_t> size{0};  // published records
+  Chunk* head = nullptr;          // written by the owner before a size that reaches it
+};
+
+// ---- name interning -------------------------------------------------------------------
+// Names are interned into one process-wide table (ids never change). Each thread keeps an
+// open-addressing cache from name content to id, so the per-op cost is a hash and a memcmp.
+
+class Names {
+ public:
+  uint32_t intern(std::string_view s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = ids_.find(s);
+    if (it != ids_.end()) return it->second;
+    names_.emplace_back(s);
+    const auto id = static_cast<uint32_t>(names_.size() - 1);
+    ids_.emplace(names_.back(), id);
+    return id;
+  }
+  std::vector<std::string> snapshot() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {names_.begin(), names_.end()};
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<std::string> names_;  // deque: stable storage for the views in ids_
+  std::unordered_map<std::string_view, uint32_t> ids_;
+};
+
+Names& names() {
+  static Names* n = new Names();  // leaked: callbacks may run during static destruction
+  return *n;
+}
+
+inline uint64_t hash_bytes(const char* p, std::size_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    p += 8;
+    n -= 8;
+  }
+  uint64_t w = 0;
+  std::memcpy(&w, p, n);
+  h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 29);
+}
+
+class NameCache {
+ public:
+  uint32_t lookup(const char* s) {
+    const std::size_t n = std::strlen(s);
+    const uint64_t h = hash_bytes(s, n);
+    std::size_t i = h & (kSize - 1);
+    for (std::size_t probe = 0; probe < kSize; ++probe, i = (i + 1) & (kSize - 1)) {
+      Entry& e = entries_[i];
+      if (e.text == nullptr) {
+        const uint32_t id = names().intern(std::string_view(s, n));
+        if (used_ * 4 < kSize * 3) {  // keep the table under 75% full
+          char* copy = static_cast<char*>(std::malloc(n + 1));
+          if (copy == nullptr) return id;
+          std::memcpy(copy, s, n + 1);
+          e = Entry{h, copy, static_cast<uint32_t>(n), id};
+          ++used_;
+        }
+        return id;
+      }
+      if (e.hash == h && e.len == n && std::memcmp(e.text, s, n) == 0) return e.id;
+    }
+    return names().intern(std::string_view(s, n));
+  }
+
+ private:
+  static constexpr std::size_t kSize = 4096;
+  struct Entry {
+    uint64_t hash = 0;
+    const char* text = nullptr;
+    uint32_t len = 0;
+    uint32_t id = 0;
+  };
+  Entry entries_[kSize];
+  std::size_t used_ = 0;
+};
+
+// ---- global state ----------------------------------------------------------------------
+
+std::atomic<uint32_t> g_gen{0};
+std::atomic<bool> g_recording{false};
+std::atomic<int64_t> g_window_slots_left{0};  // budget of the current window, in slots
+std::atomic<uint64_t> g_next_corr_block{0};
+std::atomic<CorrelationHook> g_push_hook{nullptr};
+std::atomic<CorrelationHook> g_pop_hook{nullptr};
+constexpr uint64_t kCorrBlock = 1 << 16;
+
+struct ThreadState {
+  Half halves[2];
+  uint32_t seen_gen = kNoGen;
+  // Cursor into the current half (owner only).
+  Half* cur = nullptr;
+  Chunk* cur_chunk = nullptr;
+  uint32_t cur_size = 0;
+  uint32_t chunk_pos = kChunkSlots;
+  uint32_t cur_capacity = 0;  // slots claimed from the window budget
+  uint64_t next_corr = 0;
+  uint64_t corr_end = 0;
+  std::atomic<uint64_t> dropped{0};
+  std::atomic<bool> exited{false};
+  int64_t os_tid = 0;
+  uint64_t logical_tid = 0;
+  char thread_name[32] = {0};
+  Chunk* spare = nullptr;  // chunks of an old window, reused before allocating
+  NameCache names;
+
+  ~ThreadState() {
+    for (Half& h : halves) free_list(h.head);
+    free_list(spare);
+  }
+  static void free_list(Chunk* c) {
+    while (c) {
+      Chunk* n = c->next;
+      delete c;
+      c = n;
+    }
+  }
+
+  // Starts writing generation g: the half for g is reset (its chunks become spares).
+  void rotate(uint32_t g) {
+    Half& h = halves[g & 1];
+    // Nobody reads this half now: its last generation (g - 2 or older) was collected
+    // synchronously before the generation moved past it.
+    if (h.head) {
+      Chunk* last = h.head;
+      while (last->next) last = last->next;
+      last->next = spare;
+      spare = h.head;
+      h.head = nullptr;
+    }
+    h.size.store(0, std::memory_order_relaxed);
+    h.gen.store(g, std::memory_order_release);
+    cur = &h;
+    cur_chunk = nullptr;
+    cur_size = 0;
+    chunk_pos = kChunkSlots;
+    cur_capacity = 0;
+    seen_gen = g;
+  }
+
+  // Next free slot of the current half, or nullptr when the window budget is spent.
+  Slot* next_slot() {
+    if (chunk_pos == kChunkSlots) {
+      if (g_window_slots_left.fetch_sub(kChunkSlots, std::memory_order_relaxed) < kChunkSlots) {
+        g_window_slots_left.fetch_add(kChunkSlots, std::memory_order_relaxed);
+        return nullptr;
+      }
+      Chunk* c = spare;
+      if (c) {
+        spare = c->next;
+      } else {
+        c = new (std::nothrow) Chunk();
+        if (!c) return nullptr;
+      }
+      c->next = nullptr;
+      // Linked before the size that covers it is published.
+      if (cur_chunk)
+        cur_chunk->next = c;
+      else
+        cur->head = c;
+      cur_chunk = c;
+      chunk_pos = 0;
+    }
+    return &cur_chunk->slots[chunk_pos];
+  }
+
+  void publish() {
+    ++chunk_pos;
+    cur->size.store(++cur_size, std::memory_order_release);
+  }
+
+  uint64_t next_correlation() {
+    if (next_corr == corr_end) {
+      next_corr = 1 + kCorrBlock * g_next_corr_block.fetch_add(1, std::memory_order_relaxed);
+      corr_end = next_corr + kCorrBlock;
+    }
+    return next_corr++;
+  }
+};
+
+struct Registry {
+  std::mutex mu;
+  std::vector<ThreadState*> threads;
+};
+Registry& registry() {
+  static Registry* r = new Registry();  // leaked on purpose, see names()
+  return *r;
+}
+
+thread_local ThreadState* tl_state = nullptr;
+
+// Marks the thread's state as exited when the thread ends; the state is freed by the
+// collector (which may still need its records) or right away when no window needs it.
+struct ThreadExit {
+  ~ThreadExit() {
+    ThreadState* ts = tl_state;
+    if (!ts) return;
+    tl_state = nullptr;
+    std::lock_guard<std::mutex> lock(registry().mu);
+    ts->exited.store(true, std::memory_order_release);
+  }
+};
+thread_local ThreadExit tl_exit;
+
+ThreadState* register_thread() {
+  auto* ts = new (std::nothrow) ThreadState();
+  if (!ts) return nullptr;
+  ts->os_tid = static_cast<int64_t>(::syscall(SYS_gettid));
+  ts->logical_tid = at::RecordFunction::currentThreadId();
+  pthread_getname_np(pthread_self(), ts->thread_name, sizeof(ts->thread_name));
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    registry().threads.push_back(ts);
+  }
+  (void)&tl_exit;  // instantiates the thread-exit hook for this thread
+  tl_state = ts;
+  return ts;
+}
+
+// ---- observer context: pooled so the per-op path does not allocate -----------------------
+
+struct Ctx final : at::ObserverContext {
+  Slot* slot;
+  uint32_t gen;
+  bool pushed;  // an external correlation id was pushed and must be popped
+  Ctx(Slot* s, uint32_t g, bool p) : slot(s), gen(g), pushed(p) {}
+  static void* operator new(std::size_t size);
+  static void operator delete(void* p);
+};
+
+struct FreeNode {
+  FreeNode* next;
+};
+thread_local FreeNode* tl_ctx_free = nullptr;
+thread_local uint32_t tl_ctx_free_count = 0;
+constexpr uint32_t kMaxPooledCtx = 1024;
+
+void* Ctx::operator new(std::size_t size) {
+  if (FreeNode* n = tl_ctx_free) {
+    tl_ctx_free = n->next;
+    --tl_ctx_free_count;
+    return n;
+  }
+  return ::operator new(size);
+}
+
+void Ctx::operator delete(void* p) {
+  // Contexts may be freed on another thread than the one that made them (async ops); each
+  // thread's list only ever holds what that thread freed, so no synchronization is needed.
+  if (tl_ctx_free_count < kMaxPooledCtx) {
+    auto* n = static_cast<FreeNode*>(p);
+    n->next = tl_ctx_free;
+    tl_ctx_free = n;
+    ++tl_ctx_free_count;
+    return;
+  }
+  ::operator delete(p);
+}
+
+// ---- the callbacks ---------------------------------------------------------------------
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
+  if (!g_recording.load(std::memory_order_relaxed)) return nullptr;
+  ThreadState* ts = tl_state;
+  if (__builtin_expect(ts == nullptr, 0)) {
+    ts = register_thread();
+    if (!ts) return nullptr;
+  }
+  const uint32_t g = g_gen.load(std::memory_order_acquire);
+  if (__builtin_expect(ts->seen_gen != g, 0)) ts->rotate(g);
+  Slot* s = ts->next_slot();
+  if (__builtin_expect(s == nullptr, 0)) {
+    ts->dropped.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  s->name_id = ts->names.lookup(fn.name());
+  s->scope = static_cast<uint8_t>(fn.scope());
+  s->flags = fn.isAsync() ? kFlagAsync : 0;
+  s->seq_nr = fn.seqNr();
+  s->fwd_tid = fn.forwardThreadId();
+  s->handle = fn.handle();
+  s->correlation = ts->next_correlation();
+  s->end_ns.store(0, std::memory_order_relaxed);
+  CorrelationHook push = g_push_hook.load(std::memory_order_relaxed);
+  std::unique_ptr<at::ObserverContext> ctx(new Ctx(s, g, push != nullptr));
+  if (push) push(s->correlation);
+  s->start_ns = now_ns();
+  ts->publish();
+  return ctx;
+}
+
+void on_exit(const at::RecordFunction& fn, at::ObserverContext* c) {
+  const int64_t t = now_ns();
+  if (c == nullptr) return;
+  auto* ctx = static_cast<Ctx*>(c);
+  if (ctx->pushed && !fn.isAsync() && fn.threadId() == at::RecordFunction::currentThreadId()) {
+    if (CorrelationHook pop = g_pop_hook.load(std::memory_order_relaxed)) pop(0);
+  }
+  // A context of a window that has closed points into a buffer that may be reused by now.
+  if (g_gen.load(std::memory_order_acquire) != ctx->gen) return;
+  ctx->slot->end_ns.store(t, std::memory_order_relaxed);
+}
+
+std::mutex g_install_mu;
+at::CallbackHandle g_handle = 0;
+bool g_needs_inputs = false;
+
+}  // namespace
+
+Recorder& Recorder::get() {
+  static Recorder r;
+  return r;
+}
+
+std::size_t Recorder::record_bytes() { return sizeof(Slot); }
+
+void Recorder::install(bool needs_inputs) {
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  if (g_handle != 0 && g_needs_inputs == needs_inputs) return;
+  if (g_handle != 0) at::removeCallback(g_handle);
+  g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_enter, &on_exit)
+                                       .needsInputs(needs_inputs)
+                                       .needsIds(true));
+  g_needs_inputs = needs_inputs;
+}
+
+void Recorder::uninstall() {
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  g_recording.store(false, std::memory_order_relaxed);
+  if (g_handle != 0) {
+    at::removeCallback(g_handle);
+    g_handle = 0;
+  }
+}
+
+bool Recorder::installed() const {
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  return g_handle != 0;
+}
+
+void Recorder::set_correlation_hooks(CorrelationHook push, CorrelationHook pop) {
+  g_push_hook.store(push, std::memory_order_relaxed);
+  g_pop_hook.store(pop, std::memory_order_relaxed);
+}
+
+void Recorder::begin_window(std::size_t max_event_bytes) {
+  g_window_slots_left.store(static_cast<int64_t>(max_event_bytes / sizeof(Slot)),
+                            std::memory_order_relaxed);
+  g_gen.fetch_add(1, std::memory_order_acq_rel);
+  g_recording.store(true, std::memory_order_release);
+  // Reset the calling thread's counters of the new window right away.
+  std::lock_guard<std::mutex> lock(registry().mu);
+  for (ThreadState* ts : registry().threads) ts->dropped.store(0, std::memory_order_relaxed);
+}
+
+void Recorder::discard_window() { g_gen.fetch_add(1, std::memory_order_acq_rel); }
+
+Collected Recorder::end_window() {
+  const uint32_t g = g_gen.fetch_add(1, std::memory_order_acq_rel);
+  Collected out;
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    auto& threads = registry().threads;
+    for (ThreadState* ts : threads) {
+      out.dropped += ts->dropped.exchange(0, std::memory_order_relaxed);
+      Half& h = ts->halves[g & 1];
+      if (h.gen.load(std::memory_order_acquire) != g) continue;
+      const uint32_t n = h.size.load(std::memory_order_acquire);
+      if (n == 0) continue;
+      CollectedThread ct;
+      ct.os_tid = ts->os_tid;
+      ct.logical_tid = ts->logical_tid;
+      ct.name = ts->thread_name;
+      ct.records.reserve(n);
+      Chunk* c = h.head;
+      for (uint32_t i = 0; i < n && c; c = c->next) {
+        for (uint32_t k = 0; k < kChunkSlots && i < n; ++k, ++i) {
+          const Slot& s = c->slots[k];
+          ct.records.push_back(RawRecord{s.start_ns, s.end_ns.load(std::memory_order_relaxed),
+                                         s.correlation, s.handle, s.seq_nr, s.fwd_tid, s.name_id,
+                                         s.scope, s.flags});
+        }
+      }
+      out.threads.push_back(std::move(ct));
+    }
+    // States of exited threads are no longer written; free them now that they are read.
+    for (auto it = threads.begin(); it != threads.end();) {
+      if ((*it)->exited.load(std::memory_order_acquire)) {
+        delete *it;
+        it = threads.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  out.names = names().snapshot();
+  return out;
+}
+
+}  // namespace ptprof::detail

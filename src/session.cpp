@@ -1,0 +1,380 @@
+#include "ptprof/session.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <unordered_map>
+
+#include <ATen/record_function.h>
+
+#include "clock.h"
+#include "gpu/gpu_backend.h"
+#include "json_writer.h"
+#include "process_info.h"
+#include "ptprof/error.h"
+#include "recorder.h"
+
+namespace ptprof {
+
+namespace {
+
+std::atomic<bool> g_session_active{false};
+
+bool recording(ProfilerAction a) {
+  return a == ProfilerAction::RECORD || a == ProfilerAction::RECORD_AND_SAVE;
+}
+
+void warn(const std::string& msg) { std::fprintf(stderr, "[ptprof] warning: %s\n", msg.c_str()); }
+
+std::string json_string(const std::string& s) {
+  std::string out;
+  detail::JsonWriter::escape_into(out, s);
+  return out;
+}
+
+}  // namespace
+
+std::string Status::message() const {
+  std::string m;
+  for (const auto& e : errors) m += (m.empty() ? "" : "\n") + std::string("error: ") + e;
+  for (const auto& w : warnings) m += (m.empty() ? "" : "\n") + std::string("warning: ") + w;
+  return m;
+}
+
+class SessionImpl {
+ public:
+  explicit SessionImpl(Options options) : opts_(std::move(options)) {
+    validate();
+    bool expected = false;
+    if (!g_session_active.compare_exchange_strong(expected, true)) {
+      throw Error(
+          "ptprof: a ProfileSession is already active in this process; stop it before starting "
+          "another");
+    }
+    pid_ = ::getpid();
+    process_name_ = detail::process_name();
+    worker_name_ = opts_.worker_name.empty() ? detail::default_worker_name() : opts_.worker_name;
+    try {
+      for (Activity a : opts_.activities) want_cuda_ |= a == Activity::CUDA;
+      if (want_cuda_) {
+        gpu_ = detail::make_gpu_backend(detail::GpuOptions{});
+        gpu_reason_ = gpu_->unavailable_reason();
+        if (!gpu_reason_.empty()) {
+          report_warning("CUDA activity requested but not available: " + gpu_reason_ +
+                         "; recording CPU activity only");
+          gpu_.reset();
+        }
+      }
+      action_ = current_schedule_action();
+      transition(ProfilerAction::NONE, action_);
+      begin_step_range();
+    } catch (...) {
+      teardown();
+      g_session_active.store(false);
+      throw;
+    }
+  }
+
+  ~SessionImpl() {
+    try {
+      stop();
+    } catch (...) {
+      // stop() reports through Status; nothing may escape a destructor.
+    }
+  }
+
+  void step() {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (stopped_) return;
+    try {
+      end_step_range();
+      const ProfilerAction prev = action_;
+      ++step_num_;
+      action_ = current_schedule_action();
+      transition(prev, action_);
+      begin_step_range();
+    } catch (const std::exception& e) {
+      report_error(std::string("step() failed: ") + e.what());
+    } catch (...) {
+      report_error("step() failed with an unknown exception");
+    }
+  }
+
+  Status stop() {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (!stopped_) {
+      stopped_ = true;
+      try {
+        end_step_range();
+        // torch.profiler's exit: a window in progress is stopped and handed to the handlers;
+        // a warmup is stopped without a trace.
+        if (window_open_) close_window(/*save=*/true);
+      } catch (const std::exception& e) {
+        report_error(std::string("stop() failed: ") + e.what());
+      } catch (...) {
+        report_error("stop() failed with an unknown exception");
+      }
+      teardown();
+      g_session_active.store(false);
+    }
+    return status_;
+  }
+
+  int64_t step_num() const { return step_num_; }
+  ProfilerAction action() const { return action_; }
+  bool active() const { return !stopped_; }
+  const Trace* last_trace() const { return last_trace_.get(); }
+  Status status() const {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    return status_;
+  }
+
+ private:
+  void validate() const {
+    if (opts_.schedule) opts_.schedule->validate();
+    if (opts_.activities.empty())
+      throw Error("ptprof: Options.activities is empty; ask for Activity::CPU and/or Activity::CUDA");
+    for (std::size_t i = 0; i < opts_.on_trace_ready.size(); ++i) {
+      if (!opts_.on_trace_ready[i])
+        throw Error("ptprof: Options.on_trace_ready[" + std::to_string(i) + "] is null");
+    }
+    if (opts_.max_event_memory_bytes < (std::size_t{1} << 20))
+      throw Error("ptprof: Options.max_event_memory_bytes must be >= 1 MiB (got " +
+                  std::to_string(opts_.max_event_memory_bytes) + ")");
+    auto unsupported = [](bool on, const char* field) {
+      if (on)
+        throw Error(std::string("ptprof: Options.") + field +
+                    " is not supported by this build of ptprof yet; leave it false");
+    };
+    unsupported(opts_.record_shapes, "record_shapes");
+    unsupported(opts_.profile_memory, "profile_memory");
+    unsupported(opts_.with_stack, "with_stack");
+    unsupported(opts_.with_flops, "with_flops");
+  }
+
+  ProfilerAction current_schedule_action() const {
+    return opts_.schedule ? opts_.schedule->action(step_num_) : ProfilerAction::RECORD;
+  }
+
+  // torch.profiler's action map, expressed as what must change between two actions.
+  void transition(ProfilerAction prev, ProfilerAction cur) {
+    if (recording(prev) && (!recording(cur) || prev == ProfilerAction::RECORD_AND_SAVE)) {
+      const bool save = prev == ProfilerAction::RECORD_AND_SAVE;
+      if (!save) {
+        report_warning("incorrect schedule: step " + std::to_string(step_num_) + " is " +
+                       to_string(cur) + " right after RECORD; the window is discarded");
+      }
+      close_window(save);
+    }
+    if (cur == ProfilerAction::NONE) {
+      if (prev == ProfilerAction::WARMUP)
+        report_warning("incorrect schedule: WARMUP followed by NONE; nothing recorded");
+      if (installed_) uninstall();
+      return;
+    }
+    if (!installed_) install();
+    if (recording(cur) && !window_open_) {
+      open_window();
+    } else if (cur == ProfilerAction::WARMUP && prev != ProfilerAction::WARMUP) {
+      // A new warmup after a saved window: records from here on are discarded again.
+      detail::Recorder::get().begin_window(opts_.max_event_memory_bytes);
+    }
+  }
+
+  void install() {
+    auto& rec = detail::Recorder::get();
+    if (gpu_) {
+      std::string err;
+      if (gpu_->enable(&err)) {
+        rec.set_correlation_hooks(gpu_->push_hook(), gpu_->pop_hook());
+      } else {
+        gpu_reason_ = err;
+        report_warning("CUDA activity could not be enabled: " + err +
+                       "; recording CPU activity only");
+        gpu_.reset();
+      }
+    }
+    rec.install(/*needs_inputs=*/false);
+    rec.begin_window(opts_.max_event_memory_bytes);  // warmup: recorded, then discarded
+    installed_ = true;
+  }
+
+  void uninstall() {
+    auto& rec = detail::Recorder::get();
+    rec.uninstall();
+    rec.set_correlation_hooks(nullptr, nullptr);
+    rec.discard_window();
+    if (gpu_) gpu_->disable();
+    installed_ = false;
+  }
+
+  void open_window() {
+    unix_offset_ns_ = detail::measure_unix_offset_ns();
+    detail::Recorder::get().begin_window(opts_.max_event_memory_bytes);
+    window_start_ = detail::now_ns();
+    if (gpu_) gpu_->begin_window(window_start_);
+    window_open_ = true;
+    window_steps_.clear();
+  }
+
+  void close_window(bool save) {
+    window_open_ = false;
+    const int64_t end = detail::now_ns();
+    detail::Collected collected = detail::Recorder::get().end_window();
+    if (!save) {
+      if (gpu_) gpu_->begin_window(end);  // drop GPU records of the discarded window
+      return;
+    }
+    auto trace = std::make_shared<Trace>();
+    build_trace(collected, end, *trace);
+    if (gpu_) {
+      std::vector<std::string> warnings;
+      gpu_->end_window(window_start_, end, unix_offset_ns_, *trace, &warnings);
+      for (auto& w : warnings) report_warning(w);
+    }
+    trace->rebuild_tree();
+    last_trace_ = trace;
+    ++window_index_;
+    for (std::size_t i = 0; i < opts_.on_trace_ready.size(); ++i) {
+      try {
+        opts_.on_trace_ready[i]->handle(*trace);
+      } catch (const std::exception& e) {
+        report_error(std::string("trace handler ") + std::to_string(i) + " failed: " + e.what());
+      } catch (...) {
+        report_error("trace handler " + std::to_string(i) + " failed with an unknown exception");
+      }
+    }
+  }
+
+  void build_trace(const detail::Collected& c, int64_t end, Trace& t) {
+    t.pid = pid_;
+    t.process_name = process_name_;
+    t.worker_name = worker_name_;
+    t.window_start_ns = window_start_ + unix_offset_ns_;
+    t.window_end_ns = end + unix_offset_ns_;
+    t.window_index = window_index_;
+    t.steps = window_steps_;
+    t.dropped_events = c.dropped;
+    if (c.dropped > 0) {
+      t.metadata["ptprof_dropped_events"] = std::to_string(c.dropped);
+      report_warning(std::to_string(c.dropped) +
+                     " events were dropped: the window outgrew Options.max_event_memory_bytes (" +
+                     std::to_string(opts_.max_event_memory_bytes) + ")");
+    }
+    if (want_cuda_ && !gpu_) {
+      t.gpu_unavailable_reason = gpu_reason_;
+      t.metadata["ptprof_gpu_unavailable"] = json_string(gpu_reason_);
+    }
+    std::vector<std::string_view> name_views(c.names.size());
+    std::vector<bool> interned(c.names.size(), false);
+    std::size_t total = 0;
+    for (const auto& th : c.threads) total += th.records.size();
+    t.events.reserve(total);
+    for (const auto& th : c.threads) {
+      t.threads.push_back(ThreadInfo{th.os_tid, th.logical_tid, th.name});
+      for (const detail::RawRecord& r : th.records) {
+        if (r.start_ns < window_start_ || r.start_ns > end) continue;
+        if (!interned[r.name_id]) {
+          name_views[r.name_id] = t.intern(c.names[r.name_id]);
+          interned[r.name_id] = true;
+        }
+        Event e;
+        e.kind = r.scope == static_cast<uint8_t>(at::RecordScope::USER_SCOPE)
+                     ? EventKind::UserAnnotation
+                     : EventKind::CpuOp;
+        e.name = name_views[r.name_id];
+        e.start_ns = r.start_ns + unix_offset_ns_;
+        e.finished = r.end_ns != 0;
+        e.duration_ns = (e.finished ? r.end_ns : end) - r.start_ns;
+        e.pid = pid_;
+        e.tid = th.os_tid;
+        e.external_id = r.correlation;
+        e.record_function_id = r.handle;
+        e.sequence_nr = r.seq_nr;
+        e.fwd_thread_id = r.fwd_tid;
+        e.thread_id = th.logical_tid;
+        e.is_async = (r.flags & detail::kFlagAsync) != 0;
+        t.events.push_back(e);
+      }
+    }
+  }
+
+  void begin_step_range() {
+    if (!opts_.schedule) return;
+    // Created after the transition, so the first step of a window is inside it.
+    step_rf_ = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+    if (step_rf_->isActive()) step_rf_->before("ProfilerStep#" + std::to_string(step_num_));
+    if (window_open_) window_steps_.push_back(step_num_);
+  }
+
+  void end_step_range() { step_rf_.reset(); }
+
+  void teardown() {
+    step_rf_.reset();
+    if (installed_) uninstall();
+  }
+
+  void report_error(const std::string& msg) {
+    std::fprintf(stderr, "[ptprof] error: %s\n", msg.c_str());
+    status_.errors.push_back(msg);
+  }
+  void report_warning(const std::string& msg) {
+    warn(msg);
+    status_.warnings.push_back(msg);
+  }
+
+  Options opts_;
+  mutable std::recursive_mutex mu_;
+  int64_t pid_ = 0;
+  std::string process_name_;
+  std::string worker_name_;
+  bool want_cuda_ = false;
+  std::unique_ptr<detail::GpuBackend> gpu_;
+  std::string gpu_reason_;
+
+  int64_t step_num_ = 0;
+  ProfilerAction action_ = ProfilerAction::NONE;
+  bool installed_ = false;
+  bool window_open_ = false;
+  bool stopped_ = false;
+  int64_t window_start_ = 0;
+  int64_t unix_offset_ns_ = 0;
+  int64_t window_index_ = 0;
+  std::vector<int64_t> window_steps_;
+  std::unique_ptr<at::RecordFunction> step_rf_;
+  std::shared_ptr<Trace> last_trace_;
+  Status status_;
+};
+
+ProfileSession::ProfileSession(Options options)
+    : impl_(std::make_unique<SessionImpl>(std::move(options))) {}
+ProfileSession::~ProfileSession() = default;
+ProfileSession::ProfileSession(ProfileSession&&) noexcept = default;
+ProfileSession& ProfileSession::operator=(ProfileSession&& other) noexcept {
+  if (this != &other) {
+    impl_.reset();  // stops this session first
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+void ProfileSession::step() {
+  if (impl_) impl_->step();
+}
+Status ProfileSession::stop() { return impl_ ? impl_->stop() : Status{}; }
+int64_t ProfileSession::step_num() const { return impl_ ? impl_->step_num() : 0; }
+ProfilerAction ProfileSession::current_action() const {
+  return impl_ ? impl_->action() : ProfilerAction::NONE;
+}
+bool ProfileSession::active() const { return impl_ && impl_->active(); }
+const Trace* ProfileSession::last_trace() const { return impl_ ? impl_->last_trace() : nullptr; }
+KeyAverages ProfileSession::key_averages(bool group_by_input_shape) const {
+  const Trace* t = last_trace();
+  return t ? t->key_averages(group_by_input_shape) : KeyAverages{};
+}
+Status ProfileSession::status() const { return impl_ ? impl_->status() : Status{}; }
+
+}  // namespace ptprof

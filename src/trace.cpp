@@ -1,0 +1,116 @@
+#include "ptprof/trace.h"
+
+#include <algorithm>
+#include <deque>
+#include <numeric>
+#include <unordered_map>
+
+#include "chrome_trace.h"
+#include "json_writer.h"
+
+namespace ptprof {
+
+const char* category(EventKind kind) {
+  switch (kind) {
+    case EventKind::CpuOp: return "cpu_op";
+    case EventKind::UserAnnotation: return "user_annotation";
+    case EventKind::Kernel: return "kernel";
+    case EventKind::Memcpy: return "gpu_memcpy";
+    case EventKind::Memset: return "gpu_memset";
+    case EventKind::CudaRuntime: return "cuda_runtime";
+    case EventKind::CudaDriver: return "cuda_driver";
+    case EventKind::CudaSync: return "cuda_sync";
+    case EventKind::GpuUserAnnotation: return "gpu_user_annotation";
+    case EventKind::Overhead: return "overhead";
+  }
+  return "unknown";
+}
+
+bool is_gpu(EventKind kind) {
+  switch (kind) {
+    case EventKind::Kernel:
+    case EventKind::Memcpy:
+    case EventKind::Memset:
+    case EventKind::CudaSync:
+    case EventKind::GpuUserAnnotation:
+    case EventKind::Overhead:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+struct StringStore {
+  std::deque<std::string> strings;  // deque: elements never move
+  std::unordered_map<std::string_view, std::string_view> index;
+};
+}  // namespace
+
+Trace::Trace() : strings_(std::make_shared<StringStore>()) {}
+
+std::string_view Trace::intern(std::string_view s) {
+  auto* store = static_cast<StringStore*>(strings_.get());
+  auto it = store->index.find(s);
+  if (it != store->index.end()) return it->second;
+  const std::string& kept = store->strings.emplace_back(s);
+  std::string_view v(kept);
+  store->index.emplace(v, v);
+  return v;
+}
+
+void Trace::rebuild_tree() {
+  // Group CPU events by thread, order by start (parents first on ties), then nest with a
+  // stack: an event is the child of the innermost open event that contains it.
+  std::unordered_map<int64_t, std::vector<int64_t>> by_thread;
+  for (int64_t i = 0; i < static_cast<int64_t>(events.size()); ++i) {
+    Event& e = events[i];
+    if (is_gpu(e.kind) || e.kind == EventKind::CudaRuntime || e.kind == EventKind::CudaDriver)
+      continue;
+    e.parent = -1;
+    e.depth = 0;
+    e.self_ns = e.duration_ns;
+    by_thread[e.tid].push_back(i);
+  }
+  std::vector<int64_t> stack;
+  for (auto& [tid, idx] : by_thread) {
+    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+      const Event& x = events[a];
+      const Event& y = events[b];
+      if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+      return x.duration_ns > y.duration_ns;
+    });
+    stack.clear();
+    for (int64_t i : idx) {
+      Event& e = events[i];
+      const int64_t end = e.start_ns + e.duration_ns;
+      while (!stack.empty()) {
+        const Event& top = events[stack.back()];
+        if (e.start_ns < top.start_ns + top.duration_ns && end <= top.start_ns + top.duration_ns)
+          break;
+        stack.pop_back();
+      }
+      if (!stack.empty()) {
+        e.parent = stack.back();
+        e.depth = static_cast<int32_t>(stack.size());
+        events[e.parent].self_ns -= e.duration_ns;
+      }
+      stack.push_back(i);
+    }
+  }
+}
+
+std::string Trace::to_json() const {
+  detail::JsonWriter w;
+  detail::write_chrome_trace(*this, w, "");
+  return w.take();
+}
+
+void Trace::save(const std::string& path) const {
+  detail::write_file_atomically(path, [&](detail::Sink& sink) {
+    detail::JsonWriter w(&sink);
+    detail::write_chrome_trace(*this, w, path);
+  });
+}
+
+}  // namespace ptprof
