@@ -329,8 +329,6 @@ void write_file_atomically(const std::string& path, const std::function<void(Sin
     } else {
       body(file);
     }
-    if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
-      throw Error("ptprof: cannot write trace file " + path + ": " + errno_text(errno));
     if (::close(fd) != 0)
       throw Error("ptprof: cannot write trace file " + path + ": " + errno_text(errno));
   } catch (...) {

@@ -14,25 +14,32 @@ void JsonWriter::separate() {
     after_key_ = false;
     return;
   }
-  if (!first_.empty()) {
-    if (!first_.back()) buf_.append(pending_newline_ ? ",\n" : ", ");
+  if (depth_ > 0) {
+    if (!first_[depth_ - 1]) buf_.append(pending_newline_ ? ",\n" : ", ", 2);
     else if (pending_newline_) buf_.push_back('\n');
-    first_.back() = false;
+    first_[depth_ - 1] = false;
   }
   pending_newline_ = false;
+}
+
+void JsonWriter::push() {
+  // Deeper nesting than ptprof ever writes would be a bug; keep writing valid JSON regardless
+  // by treating the extra levels as sharing the last flag.
+  if (depth_ < kMaxDepth) ++depth_;
+  first_[depth_ - 1] = true;
 }
 
 JsonWriter& JsonWriter::begin_object() {
   separate();
   buf_.push_back('{');
-  first_.push_back(true);
+  push();
   return *this;
 }
 
 JsonWriter& JsonWriter::end_object() {
   if (pending_newline_) buf_.push_back('\n');
   pending_newline_ = false;
-  first_.pop_back();
+  if (depth_ > 0) --depth_;
   buf_.push_back('}');
   return *this;
 }
@@ -40,14 +47,14 @@ JsonWriter& JsonWriter::end_object() {
 JsonWriter& JsonWriter::begin_array() {
   separate();
   buf_.push_back('[');
-  first_.push_back(true);
+  push();
   return *this;
 }
 
 JsonWriter& JsonWriter::end_array() {
   if (pending_newline_) buf_.push_back('\n');
   pending_newline_ = false;
-  first_.pop_back();
+  if (depth_ > 0) --depth_;
   buf_.push_back(']');
   return *this;
 }

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace ptprof::detail {
 
@@ -29,6 +28,16 @@ class JsonWriter {
   JsonWriter& begin_array();
   JsonWriter& end_array();
   JsonWriter& key(std::string_view k);
+  // A key known to need no escaping (a literal of ptprof's own): skips the escaping scan.
+  template <std::size_t N>
+  JsonWriter& key(const char (&literal)[N]) {
+    separate();
+    buf_.push_back('"');
+    buf_.append(literal, N - 1);
+    buf_.append("\": ", 3);
+    after_key_ = true;
+    return *this;
+  }
 
   JsonWriter& value(std::string_view s);
   JsonWriter& value(const char* s) { return value(std::string_view(s)); }
@@ -59,10 +68,13 @@ class JsonWriter {
  private:
   static constexpr std::size_t kBlock = 1 << 20;
   void separate();
+  void push();
 
   Sink* sink_;
   std::string buf_;
-  std::vector<bool> first_;  // per open container: no element written yet
+  static constexpr int kMaxDepth = 64;
+  bool first_[kMaxDepth];  // per open container: no element written yet
+  int depth_ = 0;
   bool after_key_ = false;
   bool pending_newline_ = false;
 };

@@ -22,8 +22,8 @@ namespace {
 // The hot-path record. end_ns is atomic because the collector may read it while the owner
 // thread ends the op (an op that spans the end of a window).
 struct Slot {
-  int64_t start_ns;
-  std::atomic<int64_t> end_ns;
+  int64_t start;  // ticks
+  std::atomic<int64_t> end;
   uint64_t correlation;
   uint64_t handle;
   int64_t seq_nr;
@@ -37,7 +37,7 @@ static_assert(sizeof(Slot) <= 64, "keep a recorded op within 64 bytes");
 constexpr uint32_t kChunkSlots = 2048;
 struct Chunk {
   Slot slots[kChunkSlots];
-  Chunk* next = nullptr;
+  Chunk* next;
 };
 
 constexpr uint32_t kNoGen = 0xffffffffu;
@@ -96,9 +96,29 @@ inline uint64_t hash_bytes(const char* p, std::size_t n) {
   return h ^ (h >> 29);
 }
 
+struct Entry {
+  uint64_t hash = 0;
+  const char* text = nullptr;
+  uint32_t len = 0;
+  uint32_t id = 0;
+};
+
 class NameCache {
  public:
+  // Exact: a pointer hit is confirmed by comparing the bytes, NUL included, with the cached
+  // copy (op names from schemas keep their pointer; names of ranges live in the
+  // RecordFunction and may reuse an address for other text, which then falls through).
   uint32_t lookup(const char* s) {
+    PtrEntry& p = by_ptr_[(reinterpret_cast<uintptr_t>(s) >> 3) & (kPtrSize - 1)];
+    if (p.ptr == s && std::memcmp(p.text, s, p.len + 1) == 0) return p.id;
+    const Entry* e = find(s);
+    if (e) p = PtrEntry{s, e->text, e->len, e->id};
+    return e ? e->id : last_uncached_;
+  }
+
+ private:
+  // By content; nullptr (with last_uncached_ set) when the table is full.
+  const Entry* find(const char* s) {
     const std::size_t n = std::strlen(s);
     const uint64_t h = hash_bytes(s, n);
     std::size_t i = h & (kSize - 1);
@@ -108,28 +128,34 @@ class NameCache {
         const uint32_t id = names().intern(std::string_view(s, n));
         if (used_ * 4 < kSize * 3) {  // keep the table under 75% full
           char* copy = static_cast<char*>(std::malloc(n + 1));
-          if (copy == nullptr) return id;
-          std::memcpy(copy, s, n + 1);
-          e = Entry{h, copy, static_cast<uint32_t>(n), id};
-          ++used_;
+          if (copy != nullptr) {
+            std::memcpy(copy, s, n + 1);
+            e = Entry{h, copy, static_cast<uint32_t>(n), id};
+            ++used_;
+            return &e;
+          }
         }
-        return id;
+        last_uncached_ = id;
+        return nullptr;
       }
-      if (e.hash == h && e.len == n && std::memcmp(e.text, s, n) == 0) return e.id;
+      if (e.hash == h && e.len == n && std::memcmp(e.text, s, n) == 0) return &e;
     }
-    return names().intern(std::string_view(s, n));
+    last_uncached_ = names().intern(std::string_view(s, n));
+    return nullptr;
   }
 
- private:
   static constexpr std::size_t kSize = 4096;
-  struct Entry {
-    uint64_t hash = 0;
+  static constexpr std::size_t kPtrSize = 1024;
+  struct PtrEntry {
+    const char* ptr = nullptr;
     const char* text = nullptr;
     uint32_t len = 0;
     uint32_t id = 0;
   };
+  PtrEntry by_ptr_[kPtrSize];
   Entry entries_[kSize];
   std::size_t used_ = 0;
+  uint32_t last_uncached_ = 0;
 };
 
 // ---- global state ----------------------------------------------------------------------
@@ -160,6 +186,19 @@ struct ThreadState {
   char thread_name[32] = {0};
   Chunk* spare = nullptr;  // chunks of an old window, reused before allocating
   NameCache names;
+
+  // Ops that have started and not ended on this thread, innermost last. The exit callback
+  // finds its record here by RecordFunction handle instead of through an ObserverContext,
+  // which would cost an allocation per op.
+  struct Open {
+    Slot* slot;
+    uint64_t handle;
+    uint32_t gen;
+    bool pushed;  // an external correlation id was pushed and must be popped
+  };
+  static constexpr uint32_t kMaxOpen = 1024;
+  Open open[kMaxOpen];
+  uint32_t open_n = 0;
 
   ~ThreadState() {
     for (Half& h : halves) free_list(h.head);
@@ -206,7 +245,7 @@ struct ThreadState {
       if (c) {
         spare = c->next;
       } else {
-        c = new (std::nothrow) Chunk();
+        c = new (std::nothrow) Chunk;  // no zeroing: every slot is written before use
         if (!c) return nullptr;
       }
       c->next = nullptr;
@@ -274,46 +313,6 @@ ThreadState* register_thread() {
   return ts;
 }
 
-// ---- observer context: pooled so the per-op path does not allocate -----------------------
-
-struct Ctx final : at::ObserverContext {
-  Slot* slot;
-  uint32_t gen;
-  bool pushed;  // an external correlation id was pushed and must be popped
-  Ctx(Slot* s, uint32_t g, bool p) : slot(s), gen(g), pushed(p) {}
-  static void* operator new(std::size_t size);
-  static void operator delete(void* p);
-};
-
-struct FreeNode {
-  FreeNode* next;
-};
-thread_local FreeNode* tl_ctx_free = nullptr;
-thread_local uint32_t tl_ctx_free_count = 0;
-constexpr uint32_t kMaxPooledCtx = 1024;
-
-void* Ctx::operator new(std::size_t size) {
-  if (FreeNode* n = tl_ctx_free) {
-    tl_ctx_free = n->next;
-    --tl_ctx_free_count;
-    return n;
-  }
-  return ::operator new(size);
-}
-
-void Ctx::operator delete(void* p) {
-  // Contexts may be freed on another thread than the one that made them (async ops); each
-  // thread's list only ever holds what that thread freed, so no synchronization is needed.
-  if (tl_ctx_free_count < kMaxPooledCtx) {
-    auto* n = static_cast<FreeNode*>(p);
-    n->next = tl_ctx_free;
-    tl_ctx_free = n;
-    ++tl_ctx_free_count;
-    return;
-  }
-  ::operator delete(p);
-}
-
 // ---- the callbacks ---------------------------------------------------------------------
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
@@ -322,6 +321,10 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   if (__builtin_expect(ts == nullptr, 0)) {
     ts = register_thread();
     if (!ts) return nullptr;
+  }
+  if (__builtin_expect(ts->open_n == ThreadState::kMaxOpen, 0)) {
+    ts->dropped.fetch_add(1, std::memory_order_relaxed);  // nesting deeper than we track
+    return nullptr;
   }
   const uint32_t g = g_gen.load(std::memory_order_acquire);
   if (__builtin_expect(ts->seen_gen != g, 0)) ts->rotate(g);
@@ -337,25 +340,35 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   s->fwd_tid = fn.forwardThreadId();
   s->handle = fn.handle();
   s->correlation = ts->next_correlation();
-  s->end_ns.store(0, std::memory_order_relaxed);
+  s->end.store(0, std::memory_order_relaxed);
   CorrelationHook push = g_push_hook.load(std::memory_order_relaxed);
-  std::unique_ptr<at::ObserverContext> ctx(new Ctx(s, g, push != nullptr));
+  ts->open[ts->open_n++] = ThreadState::Open{s, s->handle, g, push != nullptr};
   if (push) push(s->correlation);
-  s->start_ns = now_ns();
+  s->start = now_ticks();
   ts->publish();
-  return ctx;
+  return nullptr;
 }
 
-void on_exit(const at::RecordFunction& fn, at::ObserverContext* c) {
-  const int64_t t = now_ns();
-  if (c == nullptr) return;
-  auto* ctx = static_cast<Ctx*>(c);
-  if (ctx->pushed && !fn.isAsync() && fn.threadId() == at::RecordFunction::currentThreadId()) {
+void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
+  const int64_t t = now_ticks();
+  ThreadState* ts = tl_state;
+  if (ts == nullptr || ts->open_n == 0) return;
+  const uint64_t handle = fn.handle();
+  uint32_t k = ts->open_n - 1;
+  if (__builtin_expect(ts->open[k].handle != handle, 0)) {
+    // Not the innermost op: an async op, or one that started on another thread. Search; what
+    // lies above a match was abandoned (its exit will find nothing and it stays unfinished).
+    while (k > 0 && ts->open[k].handle != handle) --k;
+    if (ts->open[k].handle != handle) return;
+  }
+  const ThreadState::Open o = ts->open[k];
+  ts->open_n = k;
+  if (o.pushed) {
     if (CorrelationHook pop = g_pop_hook.load(std::memory_order_relaxed)) pop(0);
   }
-  // A context of a window that has closed points into a buffer that may be reused by now.
-  if (g_gen.load(std::memory_order_acquire) != ctx->gen) return;
-  ctx->slot->end_ns.store(t, std::memory_order_relaxed);
+  // A record of a window that has closed may be in a buffer that is being reused.
+  if (g_gen.load(std::memory_order_acquire) != o.gen) return;
+  o.slot->end.store(t, std::memory_order_relaxed);
 }
 
 std::mutex g_install_mu;
@@ -373,6 +386,7 @@ std::size_t Recorder::record_bytes() { return sizeof(Slot); }
 
 void Recorder::install(bool needs_inputs) {
   std::lock_guard<std::mutex> lock(g_install_mu);
+  calibrate_clock();
   if (g_handle != 0 && g_needs_inputs == needs_inputs) return;
   if (g_handle != 0) at::removeCallback(g_handle);
   g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_enter, &on_exit)
@@ -433,7 +447,7 @@ Collected Recorder::end_window() {
       for (uint32_t i = 0; i < n && c; c = c->next) {
         for (uint32_t k = 0; k < kChunkSlots && i < n; ++k, ++i) {
           const Slot& s = c->slots[k];
-          ct.records.push_back(RawRecord{s.start_ns, s.end_ns.load(std::memory_order_relaxed),
+          ct.records.push_back(RawRecord{s.start, s.end.load(std::memory_order_relaxed),
                                          s.correlation, s.handle, s.seq_nr, s.fwd_tid, s.name_id,
                                          s.scope, s.flags});
         }
@@ -451,6 +465,7 @@ Collected Recorder::end_window() {
     }
   }
   out.names = names().snapshot();
+  out.clock = TickConverter::current();
   return out;
 }
 

@@ -16,12 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "clock.h"
+
 namespace ptprof::detail {
 
 // One recorded op or range, as collected (plain copy of the hot-path record).
 struct RawRecord {
-  int64_t start_ns;  // CLOCK_MONOTONIC
-  int64_t end_ns;    // 0: had not ended when the window closed
+  int64_t start;  // ticks (see clock.h)
+  int64_t end;    // ticks; 0: had not ended when the window closed
   uint64_t correlation;
   uint64_t handle;
   int64_t seq_nr;
@@ -40,6 +42,7 @@ struct CollectedThread {
 };
 
 struct Collected {
+  TickConverter clock;  // ticks of the records -> CLOCK_MONOTONIC ns
   std::vector<CollectedThread> threads;
   std::vector<std::string> names;  // by name_id (every name interned so far)
   uint64_t dropped = 0;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <exception>
@@ -276,7 +277,8 @@ class SessionImpl {
     for (const auto& th : c.threads) {
       t.threads.push_back(ThreadInfo{th.os_tid, th.logical_tid, th.name});
       for (const detail::RawRecord& r : th.records) {
-        if (r.start_ns < window_start_ || r.start_ns > end) continue;
+        const int64_t start = c.clock.to_ns(r.start);
+        if (start < window_start_ || start > end) continue;
         if (!interned[r.name_id]) {
           name_views[r.name_id] = t.intern(c.names[r.name_id]);
           interned[r.name_id] = true;
@@ -286,9 +288,9 @@ class SessionImpl {
                      ? EventKind::UserAnnotation
                      : EventKind::CpuOp;
         e.name = name_views[r.name_id];
-        e.start_ns = r.start_ns + unix_offset_ns_;
-        e.finished = r.end_ns != 0;
-        e.duration_ns = (e.finished ? r.end_ns : end) - r.start_ns;
+        e.start_ns = start + unix_offset_ns_;
+        e.finished = r.end != 0;
+        e.duration_ns = std::max<int64_t>(0, (e.finished ? c.clock.to_ns(r.end) : end) - start);
         e.pid = pid_;
         e.tid = th.os_tid;
         e.external_id = r.correlation;

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Verifies a ptprof trace's GPU side, optionally against libtorch's own profiler's trace of the
+same steps, and writes the figures scripts/gpu-check reports.
+
+  gpu_trace_check.py --trace PTPROF_TRACE [--kineto KINETO_TRACE] [--run RUN_JSON] --out FIGURES_JSON
+
+Checks (each failure is printed as "FAIL <check>: ..." and listed in the figures):
+  kernels_present        the trace has kernels
+  kernel_launch          every kernel's correlation names a cuda_runtime/cuda_driver call, with
+                         an ac2g flow from that call to the kernel
+  kernel_op              every kernel's External id names a cpu_op (or user range) of the trace
+  kernel_after_launch    no kernel starts before the call that launched it
+  runtime_in_op          (on ptprof's own clock) every call lies inside the op it is attributed to
+  device_properties      deviceProperties covers every device kernels ran on; CUDA versions given
+  kineto_kernel_count    as many kernels as libtorch's profiler saw for the same steps
+  kineto_per_op          the same kernel count for every op name
+  conflict_warning       (with --run) ptprof asked for CUDA while libtorch's profiler ran: it
+                         warned naming the conflict and still recorded the CPU side
+Exit status: 0 all checks passed, 1 a check failed, 2 bad usage or unreadable input.
+"""
+
+import argparse
+import collections
+import gzip
+import json
+import sys
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+class TraceView:
+    """Indexes a Chrome trace in Kineto's layout: ops by External id, calls by correlation."""
+
+    def __init__(self, doc):
+        self.doc = doc
+        events = doc.get("traceEvents", [])
+        xs = [e for e in events if e.get("ph") == "X"]
+        self.kernels = [e for e in xs if e.get("cat") == "kernel"]
+        self.copies = [e for e in xs if e.get("cat") in ("gpu_memcpy", "gpu_memset")]
+        self.calls = {}
+        self.calls_list = []
+        for e in xs:
+            if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+                self.calls_list.append(e)
+                c = e.get("args", {}).get("correlation")
+                if c is not None:
+                    self.calls.setdefault(c, e)
+        self.ops = {}
+        for e in xs:
+            if e.get("cat") in ("cpu_op", "user_annotation"):
+                i = e.get("args", {}).get("External id")
+                if i is not None:
+                    self.ops.setdefault(i, e)
+        self.flow_starts = collections.defaultdict(list)
+        self.flow_ends = collections.defaultdict(list)
+        for e in events:
+            if e.get("cat") == "ac2g":
+                (self.flow_starts if e.get("ph") == "s" else self.flow_ends)[e.get("id")].append(e)
+
+    def op_of(self, event):
+        return self.ops.get(event.get("args", {}).get("External id"))
+
+    def kernels_per_op(self):
+        counts = collections.Counter()
+        for k in self.kernels:
+            op = self.op_of(k)
+            counts[op["name"] if op else "<no op>"] += 1
+        return counts
+
+
+def pct(part, whole):
+    return round(100.0 * part / whole, 3) if whole else 0.0
+
+
+def verify(trace, kineto=None, run=None):
+    """Returns (figures, failures)."""
+    failures = []
+
+    def fail(check, message):
+        failures.append({"check": check, "message": message})
+
+    t = TraceView(trace)
+    n = len(t.kernels)
+    with_launch = with_op = before_launch = with_flow = 0
+    examples = collections.defaultdict(list)
+    for k in t.kernels:
+        args = k.get("args", {})
+        corr = args.get("correlation")
+        call = t.calls.get(corr)
+        if call is not None:
+            with_launch += 1
+            starts = [s for s in t.flow_starts.get(corr, [])
+                      if s.get("pid") == call.get("pid") and s.get("tid") == call.get("tid")]
+            ends = [f for f in t.flow_ends.get(corr, [])
+                    if f.get("pid") == k.get("pid") and f.get("tid") == k.get("tid")]
+            if starts and ends:
+                with_flow += 1
+            else:
+                examples["kernel_launch"].append(k["name"])
+            if k["ts"] < call["ts"]:
+                before_launch += 1
+                examples["kernel_after_launch"].append(k["name"])
+        else:
+            examples["kernel_launch"].append(k["name"])
+        if t.op_of(k) is not None:
+            with_op += 1
+        else:
+            examples["kernel_op"].append(k["name"])
+
+    if n == 0:
+        fail("kernels_present", "the trace has no kernels")
+    if with_launch < n or with_flow < with_launch:
+        fail("kernel_launch", "%d of %d kernels have no launching call or no ac2g flow (e.g. %s)"
+             % (n - min(with_launch, with_flow), n, examples["kernel_launch"][:3]))
+    if with_op < n:
+        fail("kernel_op", "%d of %d kernels name no op (e.g. %s)"
+             % (n - with_op, n, examples["kernel_op"][:3]))
+    if before_launch:
+        fail("kernel_after_launch", "%d kernels start before their launch (e.g. %s)"
+             % (before_launch, examples["kernel_after_launch"][:3]))
+
+    # Calls are CPU-timestamped by CUPTI; on ptprof's clock each lies inside its op. The ops'
+    # times come from calibrated TSC ticks, the calls' from clock_gettime: 2 us of slack.
+    slack_us = 2.0
+    outside = 0
+    for c in t.calls_list:
+        op = t.op_of(c)
+        if op is None:
+            continue
+        if (c["ts"] + slack_us < op["ts"]
+                or c["ts"] + c.get("dur", 0) > op["ts"] + op.get("dur", 0) + slack_us):
+            outside += 1
+    own_clock = trace.get("ptprof_gpu_clock") == "cupti_timestamp_callback"
+    if own_clock and outside:
+        fail("runtime_in_op", "%d runtime/driver calls lie outside the op they are attributed to"
+             % outside)
+
+    devices = {d.get("id") for d in trace.get("deviceProperties", [])}
+    used = {k.get("pid") for k in t.kernels}
+    if not used <= devices:
+        fail("device_properties", "deviceProperties lacks devices %s" % sorted(used - devices))
+    missing = [m for m in ("cupti_version", "cuda_runtime_version", "cuda_driver_version")
+               if m not in trace]
+    if missing:
+        fail("device_properties", "trace metadata lacks %s" % missing)
+
+    figures = {
+        "kernels_seen": n,
+        "copies_seen": len(t.copies),
+        "runtime_calls": len(t.calls_list),
+        "kernels_with_launch_pct": pct(with_launch, n),
+        "kernels_with_flow_pct": pct(with_flow, n),
+        "kernels_with_op_pct": pct(with_op, n),
+        "kernels_correlated_pct": pct(min(with_flow, with_op), n),
+        "kernels_before_launch": before_launch,
+        "calls_outside_their_op": outside,
+        "gpu_clock": trace.get("ptprof_gpu_clock"),
+        "gpu_user_annotations": sum(1 for e in trace.get("traceEvents", [])
+                                    if e.get("cat") == "gpu_user_annotation"),
+        "devices": [d.get("name") for d in trace.get("deviceProperties", [])],
+        "cupti_version": trace.get("cupti_version"),
+        "cuda_runtime_version": trace.get("cuda_runtime_version"),
+        "cuda_driver_version": trace.get("cuda_driver_version"),
+        "dropped_records": trace.get("ptprof_gpu_dropped_records", 0),
+    }
+
+    if kineto is not None:
+        kt = TraceView(kineto)
+        ours, theirs = t.kernels_per_op(), kt.kernels_per_op()
+        figures["kineto_kernels_seen"] = len(kt.kernels)
+        diff = {op: {"ptprof": ours.get(op, 0), "kineto": theirs.get(op, 0)}
+                for op in sorted(set(ours) | set(theirs)) if ours.get(op, 0) != theirs.get(op, 0)}
+        figures["per_op_kernel_counts"] = dict(sorted(ours.items()))
+        figures["per_op_mismatches"] = diff
+        if len(kt.kernels) != n:
+            fail("kineto_kernel_count", "ptprof saw %d kernels, libtorch's profiler %d"
+                 % (n, len(kt.kernels)))
+        if diff:
+            fail("kineto_per_op", "kernel counts differ for %d ops: %s"
+                 % (len(diff), json.dumps(dict(list(diff.items())[:5]))))
+
+    if run is not None:
+        for key in ("steps", "baseline_step_ms", "ptprof_step_ms", "kineto_step_ms",
+                    "after_kineto_kernels", "after_kineto_warnings", "ptprof_warnings"):
+            if key in run:
+                figures[key] = run[key]
+        base = run.get("baseline_step_ms") or 0
+        if base:
+            figures["ptprof_overhead_pct"] = round(100.0 * (run["ptprof_step_ms"] - base) / base, 2)
+            figures["kineto_overhead_pct"] = round(100.0 * (run["kineto_step_ms"] - base) / base, 2)
+        warnings = run.get("conflict_warnings", [])
+        figures["conflict_warnings"] = warnings
+        if not any("libtorch's own profiler" in w for w in warnings):
+            fail("conflict_warning", "no warning named libtorch's profiler: %s" % warnings)
+        if run.get("conflict_cpu_events", 0) == 0 or run.get("conflict_gpu_events", 0) != 0:
+            fail("conflict_warning", "expected CPU events only, got %d CPU, %d GPU"
+                 % (run.get("conflict_cpu_events", 0), run.get("conflict_gpu_events", 0)))
+        if run.get("ptprof_errors"):
+            fail("ptprof_errors", "the ptprof session reported errors: %s" % run["ptprof_errors"])
+
+    figures["passed"] = not failures
+    figures["failures"] = failures
+    return figures, failures
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--trace", required=True, help="ptprof's trace (.json or .json.gz)")
+    p.add_argument("--kineto", help="libtorch's profiler's trace of the same steps")
+    p.add_argument("--run", help="gpu_train_check's run.json")
+    p.add_argument("--out", required=True, help="where to write the figures (JSON)")
+    a = p.parse_args(argv)
+    try:
+        trace = load(a.trace)
+        kineto = load(a.kineto) if a.kineto else None
+        run = load(a.run) if a.run else None
+    except (OSError, ValueError) as e:
+        print("gpu_trace_check: cannot read input: %s" % e, file=sys.stderr)
+        return 2
+    if not isinstance(trace, dict) or "traceEvents" not in trace:
+        print("gpu_trace_check: %s is not a Chrome trace object" % a.trace, file=sys.stderr)
+        return 2
+    figures, failures = verify(trace, kineto, run)
+    figures["trace"] = a.trace
+    with open(a.out, "w", encoding="utf-8") as f:
+        json.dump(figures, f, indent=2, sort_keys=True)
+        f.write("\n")
+    for x in failures:
+        print("FAIL %s: %s" % (x["check"], x["message"]), file=sys.stderr)
+    print("%s: %d kernels, %.1f%% correlated%s -> %s" % (
+        "PASS" if not failures else "FAILED", figures["kernels_seen"],
+        figures["kernels_correlated_pct"],
+        "" if kineto is None else ", libtorch's profiler saw %d" % figures["kineto_kernels_seen"],
+        a.out))
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
