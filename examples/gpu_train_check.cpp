@@ -25,7 +25,8 @@ namespace {
 
 struct NetImpl : torch::nn::Module {
   NetImpl()
-      : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 16, 3).padding(1)))),
+      : conv(register_module("conv",
+                             torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 16, 3).padding(1)))),
         fc1(register_module("fc1", torch::nn::Linear(16 * 16 * 16, 512))),
         fc2(register_module("fc2", torch::nn::Linear(512, 10))) {}
   torch::Tensor forward(torch::Tensor x) {
@@ -218,7 +219,8 @@ int main(int argc, char** argv) {
     t.step();
     after_warnings = session.stop().warnings;
     if (const ptprof::Trace* tr = session.last_trace()) {
-      for (const ptprof::Event& e : tr->events) after_kernels += e.kind == ptprof::EventKind::Kernel;
+      for (const ptprof::Event& e : tr->events)
+        after_kernels += e.kind == ptprof::EventKind::Kernel;
     }
   }
 
@@ -239,7 +241,6 @@ int main(int argc, char** argv) {
     << "  \"after_kineto_kernels\": " << after_kernels << "\n"
     << "}\n";
   std::cout << "gpu_train_check: baseline " << baseline_ms << " ms/step, ptprof " << ptprof_ms
-            << " ms/step, libtorch profiler " << kineto_ms << " ms/step; traces in " << out
-            << "\n";
+            << " ms/step, libtorch profiler " << kineto_ms << " ms/step; traces in " << out << "\n";
   return f.good() ? 0 : 1;
 }

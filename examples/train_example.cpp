@@ -3,8 +3,10 @@
 //   train_example [LOGDIR] [--steps N]
 //
 // Trains an MLP on synthetic data through libtorch's own DataLoader with
-// schedule(wait=1, warmup=1, active=3, repeat=2), writes TensorBoard traces to LOGDIR
-// (default ./log/ptprof_example) and prints ptprof's op table.
+// schedule(wait=1, warmup=1, active=3, repeat=2) and record_shapes, profile_memory and
+// with_stack on; writes TensorBoard traces to LOGDIR (default ./log/ptprof_example), a flame
+// graph and a memory timeline of the last window to LOGDIR_reports/, and prints ptprof's table.
+#include <sys/stat.h>
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -42,8 +44,9 @@ TORCH_MODULE(Mlp);
 
 }  // namespace
 
-// Not static: keeps a symbol the C++ stack view can name.
-torch::Tensor model_forward(Mlp& model, const torch::Tensor& x) {
+// Kept out of line (and exported, see CMakeLists.txt) so with_stack's flame graph can name it;
+// in a real project the model lives in its own translation unit anyway.
+__attribute__((noinline)) torch::Tensor model_forward(Mlp& model, const torch::Tensor& x) {
   PTPROF_RANGE("forward");
   return model->forward(x);
 }
@@ -72,6 +75,9 @@ int main(int argc, char** argv) {
 
   ptprof::Options opts;
   opts.schedule = ptprof::Schedule{/*wait=*/1, /*warmup=*/1, /*active=*/3, /*repeat=*/2};
+  opts.record_shapes = true;
+  opts.profile_memory = true;
+  opts.with_stack = true;
   opts.on_trace_ready = {ptprof::tensorboard_trace_handler(logdir)};
   ptprof::Status status;
   {
@@ -104,6 +110,21 @@ int main(int argc, char** argv) {
     }
     status = session.stop();
     std::cout << session.key_averages().table("self_cpu_time_total", 20);
+    // Reports of the last window, beside (not inside) the TensorBoard run directory.
+    const std::string reports = logdir + "_reports";
+    if (const ptprof::Trace* last = session.last_trace()) {
+      try {
+        ::mkdir(reports.c_str(), 0755);  // its parent holds the run directory
+        last->export_stacks(reports + "/stacks.txt");
+        last->export_stacks(reports + "/flamegraph.svg");
+        last->export_memory_timeline(reports + "/memory.json");
+        last->export_memory_timeline(reports + "/memory.html");
+        std::cout << "\nFlame graph and memory timeline: " << reports << "/\n";
+      } catch (const ptprof::Error& e) {
+        std::cerr << e.what() << "\n";
+        return 1;
+      }
+    }
   }
   if (!status.ok()) {
     std::cerr << status.message() << "\n";

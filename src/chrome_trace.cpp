@@ -22,9 +22,59 @@ namespace {
 constexpr int64_t kGpuSortIndexBase = 5000000;
 constexpr int64_t kSpansSortIndex = 536870912;
 
-void write_cpu_args(JsonWriter& w, const Event& e, uint64_t index) {
+void write_dims(JsonWriter& w, const std::vector<int64_t>& dims) {
+  w.begin_array();
+  for (int64_t d : dims) w.value(d);
+  w.end_array();
+}
+
+// PyTorch's record_shapes args: one entry per input in each list.
+void write_inputs(JsonWriter& w, const std::vector<OpInput>& inputs) {
+  using Kind = OpInput::Kind;
+  w.key("Input Dims").begin_array();
+  for (const OpInput& in : inputs) {
+    if (in.kind == Kind::Tensor) {
+      write_dims(w, in.sizes);
+    } else if (in.kind == Kind::TensorList) {
+      w.begin_array();
+      for (const auto& d : in.list_sizes) write_dims(w, d);
+      w.end_array();
+    } else {
+      w.begin_array().end_array();
+    }
+  }
+  w.end_array();
+  w.key("Input type").begin_array();
+  for (const OpInput& in : inputs) w.value(in.dtype);
+  w.end_array();
+  w.key("Input Strides").begin_array();
+  for (const OpInput& in : inputs) {
+    if (in.kind == Kind::Tensor) {
+      write_dims(w, in.strides);
+    } else {
+      w.begin_array().end_array();
+    }
+  }
+  w.end_array();
+  w.key("Concrete Inputs").begin_array();
+  for (const OpInput& in : inputs) w.value(in.concrete);
+  w.end_array();
+}
+
+void write_cpu_args(JsonWriter& w, const Trace& t, const Event& e, uint64_t index) {
   w.key("args").begin_object();
   if (e.external_id != 0) w.key("External id").value(e.external_id);
+  if (e.inputs >= 0 && static_cast<std::size_t>(e.inputs) < t.op_inputs.size())
+    write_inputs(w, t.op_inputs[e.inputs]);
+  if (e.flops != 0) w.key("flops").value(e.flops);
+  if (e.stack >= 0 && static_cast<std::size_t>(e.stack) < t.stacks.size()) {
+    std::string joined;
+    for (const std::string& f : t.stacks[e.stack]) {
+      if (!joined.empty()) joined += ';';
+      joined += f;
+    }
+    w.key("Call stack").value(joined);
+  }
   w.key("Record function id").value(e.record_function_id);
   if (e.sequence_nr >= 0) {
     w.key("Fwd thread id").value(e.fwd_thread_id);
@@ -160,7 +210,7 @@ void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_na
     w.key("ts").value_us(rel(e.start_ns));
     w.key("dur").value_us(e.duration_ns > 0 ? e.duration_ns : 0);
     if (e.kind == EventKind::CpuOp || e.kind == EventKind::UserAnnotation) {
-      write_cpu_args(w, e, index);
+      write_cpu_args(w, t, e, index);
     } else if (e.kind == EventKind::GpuUserAnnotation) {
       w.key("args").begin_object().key("External id").value(e.external_id).end_object();
     } else if (e.kind != EventKind::Overhead) {
@@ -174,6 +224,28 @@ void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_na
       gpu_devices.insert(e.pid);
     }
     ++index;
+    w.maybe_flush();
+  }
+
+  // profile_memory: instant events in time order (TensorBoard asserts that order).
+  for (const MemoryEvent& m : t.memory_events) {
+    w.newline().begin_object();
+    w.key("ph").value("i");
+    w.key("cat").value("cpu_instant_event");
+    w.key("s").value("t");
+    w.key("name").value("[memory]");
+    w.key("pid").value(m.pid);
+    w.key("tid").value(m.tid);
+    w.key("ts").value_us(rel(m.time_ns));
+    w.key("args").begin_object();
+    w.key("Total Reserved").value(m.total_reserved);
+    w.key("Total Allocated").value(m.total_allocated);
+    w.key("Bytes").value(m.bytes);
+    w.key("Addr").value(m.address);
+    w.key("Device Id").value(static_cast<int64_t>(m.device_index));
+    w.key("Device Type").value(static_cast<int64_t>(m.device_type));
+    w.key("Ev Idx").value(index++);
+    w.end_object().end_object();
     w.maybe_flush();
   }
 

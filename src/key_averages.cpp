@@ -1,7 +1,9 @@
 #include "ptprof/key_averages.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 #include <unordered_map>
 
@@ -21,6 +23,31 @@ bool filtered(std::string_view name) {
 
 bool device_activity(EventKind k) {
   return k == EventKind::Kernel || k == EventKind::Memcpy || k == EventKind::Memset;
+}
+
+// PyTorch's str(input_shapes): "[[8, 16], [16, 32], []]".
+std::string input_shapes_text(const std::vector<OpInput>* inputs) {
+  std::string s = "[";
+  if (inputs) {
+    for (std::size_t i = 0; i < inputs->size(); ++i) {
+      const OpInput& in = (*inputs)[i];
+      if (i) s += ", ";
+      s += '[';
+      if (in.kind == OpInput::Kind::Tensor) {
+        for (std::size_t d = 0; d < in.sizes.size(); ++d)
+          s += (d ? ", " : "") + std::to_string(in.sizes[d]);
+      } else if (in.kind == OpInput::Kind::TensorList) {
+        for (std::size_t k = 0; k < in.list_sizes.size(); ++k) {
+          s += k ? ", [" : "[";
+          for (std::size_t d = 0; d < in.list_sizes[k].size(); ++d)
+            s += (d ? ", " : "") + std::to_string(in.list_sizes[k][d]);
+          s += ']';
+        }
+      }
+      s += ']';
+    }
+  }
+  return s + "]";
 }
 
 }  // namespace
@@ -82,9 +109,30 @@ KeyAverages Trace::key_averages(bool group_by_input_shape) const {
     }
   }
 
+  // profile_memory: each event's bytes go to its innermost op (self), then up the parents.
+  std::vector<int64_t> self_mem(events.size(), 0), self_dev_mem(events.size(), 0);
+  for (const MemoryEvent& m : memory_events) {
+    if (m.op < 0 || m.op >= static_cast<int64_t>(events.size())) continue;
+    (m.device_type == 0 ? self_mem : self_dev_mem)[m.op] += m.bytes;
+  }
+  std::vector<int64_t> total_mem = self_mem, total_dev_mem = self_dev_mem;
+  if (!memory_events.empty()) {
+    std::vector<int64_t> order;
+    for (int64_t i = 0; i < static_cast<int64_t>(events.size()); ++i)
+      if (events[i].parent >= 0) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return events[a].depth > events[b].depth; });
+    for (int64_t i : order) {
+      total_mem[events[i].parent] += total_mem[i];
+      total_dev_mem[events[i].parent] += total_dev_mem[i];
+    }
+  }
+
   KeyAverages out;
   out.has_device_time = any_device;
   out.has_input_shapes = group_by_input_shape;
+  out.has_memory = !memory_events.empty();
+  for (const MemoryEvent& m : memory_events) out.has_device_memory |= m.device_type != 0;
   std::unordered_map<std::string, std::size_t> row_of;
   for (std::size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
@@ -94,16 +142,31 @@ KeyAverages Trace::key_averages(bool group_by_input_shape) const {
       continue;
     if (filtered(e.name) || folded[i]) continue;
     std::string key(e.name);
+    std::string shapes;
+    if (group_by_input_shape) {
+      shapes = input_shapes_text(e.inputs >= 0 && static_cast<std::size_t>(e.inputs) <
+                                                      op_inputs.size()
+                                     ? &op_inputs[e.inputs]
+                                     : nullptr);
+      key += '\0' + shapes;
+    }
     auto [it, inserted] = row_of.emplace(key, out.rows.size());
     if (inserted) {
       KeyAverage row;
-      row.key = key;
+      row.key = std::string(e.name);
+      row.input_shapes = shapes;
       row.is_user_annotation = e.kind == EventKind::UserAnnotation;
       row.is_device_activity = device_activity(e.kind);
       out.rows.push_back(std::move(row));
     }
     KeyAverage& row = out.rows[it->second];
     ++row.count;
+    row.flops += e.flops;
+    out.has_flops |= e.flops != 0;
+    row.self_cpu_memory_usage += self_mem[i];
+    row.cpu_memory_usage += total_mem[i];
+    row.self_device_memory_usage += self_dev_mem[i];
+    row.device_memory_usage += total_dev_mem[i];
     if (device_activity(e.kind)) {
       row.self_device_time_total_ns += e.duration_ns;
       row.device_time_total_ns += e.duration_ns;
@@ -144,6 +207,13 @@ SortBy parse_sort_by(const std::string& name) {
       {"cuda_time", SortBy::DeviceTime},
       {"device_time", SortBy::DeviceTime},
       {"count", SortBy::Count},
+      {"cpu_memory_usage", SortBy::CpuMemoryUsage},
+      {"self_cpu_memory_usage", SortBy::SelfCpuMemoryUsage},
+      {"cuda_memory_usage", SortBy::DeviceMemoryUsage},
+      {"device_memory_usage", SortBy::DeviceMemoryUsage},
+      {"self_cuda_memory_usage", SortBy::SelfDeviceMemoryUsage},
+      {"self_device_memory_usage", SortBy::SelfDeviceMemoryUsage},
+      {"flops", SortBy::Flops},
   };
   if (name.empty()) return SortBy::None;
   std::string valid;
@@ -164,6 +234,11 @@ void KeyAverages::sort(SortBy by) {
       case SortBy::DeviceTimeTotal: return r.device_time_total_ns;
       case SortBy::DeviceTime: return r.device_time_avg_ns();
       case SortBy::Count: return r.count;
+      case SortBy::CpuMemoryUsage: return r.cpu_memory_usage;
+      case SortBy::SelfCpuMemoryUsage: return r.self_cpu_memory_usage;
+      case SortBy::DeviceMemoryUsage: return r.device_memory_usage;
+      case SortBy::SelfDeviceMemoryUsage: return r.self_device_memory_usage;
+      case SortBy::Flops: return static_cast<int64_t>(r.flops);
       case SortBy::None: return 0;
     }
     return 0;
@@ -193,6 +268,22 @@ std::string format_share(int64_t part, int64_t total) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f%%", static_cast<double>(part) * 100.0 /
                                                 static_cast<double>(total));
+  return buf;
+}
+
+// torch.profiler's _format_memory.
+std::string format_memory(int64_t bytes) {
+  const double kb = 1024.0, mb = kb * 1024, gb = mb * 1024;
+  const double b = static_cast<double>(bytes);
+  char buf[64];
+  if (std::abs(b) >= gb)
+    std::snprintf(buf, sizeof(buf), "%.2f Gb", b / gb);
+  else if (std::abs(b) >= mb)
+    std::snprintf(buf, sizeof(buf), "%.2f Mb", b / mb);
+  else if (std::abs(b) >= kb)
+    std::snprintf(buf, sizeof(buf), "%.2f Kb", b / kb);
+  else
+    std::snprintf(buf, sizeof(buf), "%lld b", static_cast<long long>(bytes));
   return buf;
 }
 
@@ -229,12 +320,31 @@ std::string KeyAverages::table(SortBy sort_by, int row_limit) const {
     for (const char* h : {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"})
       headers.push_back(h);
   }
+  if (has_memory) {
+    headers.push_back("CPU Mem");
+    headers.push_back("Self CPU Mem");
+    if (has_device_memory) {
+      headers.push_back("CUDA Mem");
+      headers.push_back("Self CUDA Mem");
+    }
+  }
   headers.push_back("# of Calls");
+  // torch.profiler's auto_scale_flops: one unit for the column, from the largest value.
+  uint64_t max_flops = 0;
+  for (const KeyAverage& r : sorted.rows) max_flops = std::max(max_flops, r.flops);
+  int flops_scale = 0;
+  for (uint64_t v = max_flops; v >= 1000 && flops_scale < 5; v /= 1000) ++flops_scale;
+  static const char* kFlopUnits[] = {"", "K", "M", "G", "T", "P"};
+  if (has_flops) {
+    headers.push_back(std::string("Total ") + kFlopUnits[flops_scale] + "FLOPs");
+    headers.push_back("FLOP/s");
+  }
   if (has_input_shapes) headers.push_back("Input Shapes");
 
   auto width_of = [&](std::size_t col) {
     if (col == 0) return name_width;
     if (has_input_shapes && col == headers.size() - 1) return shapes_width;
+    if (headers[col] == "FLOP/s") return std::size_t{18};
     return kColumn;
   };
   std::string sep;
@@ -274,7 +384,33 @@ std::string KeyAverages::table(SortBy sort_by, int row_limit) const {
       cells.push_back(format_time(r.device_time_total_ns));
       cells.push_back(format_time(r.device_time_avg_ns()));
     }
+    if (has_memory) {
+      cells.push_back(format_memory(r.cpu_memory_usage));
+      cells.push_back(format_memory(r.self_cpu_memory_usage));
+      if (has_device_memory) {
+        cells.push_back(format_memory(r.device_memory_usage));
+        cells.push_back(format_memory(r.self_device_memory_usage));
+      }
+    }
     cells.push_back(std::to_string(r.count));
+    if (has_flops) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%.3f",
+                    static_cast<double>(r.flops) / std::pow(1000.0, flops_scale));
+      cells.push_back(r.flops ? buf : "--");
+      if (r.flops && r.cpu_time_total_ns > 0) {
+        double rate = static_cast<double>(r.flops) * 1e9 / static_cast<double>(r.cpu_time_total_ns);
+        int k = 0;
+        while (rate >= 1000 && k < 5) {
+          rate /= 1000;
+          ++k;
+        }
+        std::snprintf(buf, sizeof(buf), "%.3f %sFLOP/s", rate, kFlopUnits[k]);
+        cells.push_back(buf);
+      } else {
+        cells.push_back("--");
+      }
+    }
     if (has_input_shapes) cells.push_back(r.input_shapes);
     out += row_line(cells) + "\n";
   }

@@ -13,8 +13,13 @@
 #include <unordered_map>
 
 #include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 
 #include "clock.h"
+#include "details.h"
+#include "stacks.h"
 
 namespace ptprof::detail {
 namespace {
@@ -38,6 +43,17 @@ constexpr uint32_t kChunkSlots = 2048;
 struct Chunk {
   Slot slots[kChunkSlots];
   Chunk* next;
+  // Per slot: position of its details in the half's detail arena, or kNoDetails. Allocated
+  // the first time the chunk holds a record with details, then kept with the chunk.
+  uint64_t* refs;
+};
+
+// The detail arena: blocks of bytes, each record's details as u32 length + payload.
+constexpr uint32_t kDetailBlockBytes = 256 * 1024;
+struct DetailBlock {
+  DetailBlock* next;
+  uint32_t used;
+  char data[kDetailBlockBytes];
 };
 
 constexpr uint32_t kNoGen = 0xffffffffu;
@@ -47,6 +63,7 @@ struct Half {
   std::atomic<uint32_t> gen{kNoGen};
   std::atomic<uint32_t> size{0};  // published records
   Chunk* head = nullptr;          // written by the owner before a size that reaches it
+  DetailBlock* detail_head = nullptr;
 };
 
 // ---- name interning -------------------------------------------------------------------
@@ -166,6 +183,12 @@ std::atomic<int64_t> g_window_slots_left{0};  // budget of the current window, i
 std::atomic<uint64_t> g_next_corr_block{0};
 std::atomic<CorrelationHook> g_push_hook{nullptr};
 std::atomic<CorrelationHook> g_pop_hook{nullptr};
+// Capture options of the installed callback; written only while no callback is installed.
+bool g_capture_inputs = false;
+bool g_capture_any_details = false;  // inputs or stacks
+bool g_capture_stacks = false;
+int g_stack_depth = 64;
+std::atomic<bool> g_capture_memory{false};
 constexpr uint64_t kCorrBlock = 1 << 16;
 
 struct ThreadState {
@@ -185,7 +208,11 @@ struct ThreadState {
   uint64_t logical_tid = 0;
   char thread_name[32] = {0};
   Chunk* spare = nullptr;  // chunks of an old window, reused before allocating
+  DetailBlock* cur_block = nullptr;
+  uint64_t block_base = 0;  // arena position of cur_block's first byte
+  DetailBlock* spare_blocks = nullptr;
   NameCache names;
+  char scratch[kMaxDetailBytes];
 
   // Ops that have started and not ended on this thread, innermost last. The exit callback
   // finds its record here by RecordFunction handle instead of through an ObserverContext,
@@ -201,15 +228,36 @@ struct ThreadState {
   uint32_t open_n = 0;
 
   ~ThreadState() {
-    for (Half& h : halves) free_list(h.head);
+    for (Half& h : halves) {
+      free_list(h.head);
+      free_list(h.detail_head);
+    }
     free_list(spare);
+    free_list(spare_blocks);
   }
   static void free_list(Chunk* c) {
     while (c) {
       Chunk* n = c->next;
+      delete[] c->refs;
       delete c;
       c = n;
     }
+  }
+  static void free_list(DetailBlock* b) {
+    while (b) {
+      DetailBlock* n = b->next;
+      delete b;
+      b = n;
+    }
+  }
+  template <typename T>
+  static void splice(T*& list, T*& onto) {
+    if (!list) return;
+    T* last = list;
+    while (last->next) last = last->next;
+    last->next = onto;
+    onto = list;
+    list = nullptr;
   }
 
   // Starts writing generation g: the half for g is reset (its chunks become spares).
@@ -217,13 +265,10 @@ struct ThreadState {
     Half& h = halves[g & 1];
     // Nobody reads this half now: its last generation (g - 2 or older) was collected
     // synchronously before the generation moved past it.
-    if (h.head) {
-      Chunk* last = h.head;
-      while (last->next) last = last->next;
-      last->next = spare;
-      spare = h.head;
-      h.head = nullptr;
-    }
+    splice(h.head, spare);
+    splice(h.detail_head, spare_blocks);
+    cur_block = nullptr;
+    block_base = 0;
     h.size.store(0, std::memory_order_relaxed);
     h.gen.store(g, std::memory_order_release);
     cur = &h;
@@ -247,8 +292,12 @@ struct ThreadState {
       } else {
         c = new (std::nothrow) Chunk;  // no zeroing: every slot is written before use
         if (!c) return nullptr;
+        c->refs = nullptr;
       }
       c->next = nullptr;
+      if (c->refs == nullptr && g_capture_any_details) {
+        c->refs = new (std::nothrow) uint64_t[kChunkSlots];
+      }
       // Linked before the size that covers it is published.
       if (cur_chunk)
         cur_chunk->next = c;
@@ -258,6 +307,47 @@ struct ThreadState {
       chunk_pos = 0;
     }
     return &cur_chunk->slots[chunk_pos];
+  }
+
+  // Copies `n` bytes of details of the current slot into the arena and links them to it.
+  void attach_details(const char* bytes, uint32_t n) {
+    uint64_t* refs = cur_chunk->refs;
+    if (refs == nullptr) return;  // allocation failed: the record keeps no details
+    refs[chunk_pos] = kNoDetails;
+    const uint32_t need = n + 4;
+    if (cur_block == nullptr || cur_block->used + need > kDetailBlockBytes) {
+      DetailBlock* b = spare_blocks;
+      if (b) {
+        spare_blocks = b->next;
+      } else {
+        if (g_window_slots_left.fetch_sub(kDetailBlockBytes / sizeof(Slot),
+                                          std::memory_order_relaxed) <
+            static_cast<int64_t>(kDetailBlockBytes / sizeof(Slot))) {
+          g_window_slots_left.fetch_add(kDetailBlockBytes / sizeof(Slot),
+                                        std::memory_order_relaxed);
+          return;
+        }
+        b = new (std::nothrow) DetailBlock;
+        if (!b) return;
+      }
+      b->next = nullptr;
+      b->used = 0;
+      if (cur_block) {
+        block_base += kDetailBlockBytes;
+        cur_block->next = b;
+      } else {
+        block_base = 0;
+        cur->detail_head = b;
+      }
+      cur_block = b;
+    }
+    std::memcpy(cur_block->data + cur_block->used, &n, 4);
+    std::memcpy(cur_block->data + cur_block->used + 4, bytes, n);
+    refs[chunk_pos] = block_base + cur_block->used;
+    cur_block->used += need;
+  }
+  void no_details() {
+    if (cur_chunk->refs) cur_chunk->refs[chunk_pos] = kNoDetails;
   }
 
   void publish() {
@@ -313,6 +403,189 @@ ThreadState* register_thread() {
   return ts;
 }
 
+// ---- details: op inputs and native stacks ---------------------------------------------
+
+void put_dims(DetailWriter& w, c10::IntArrayRef dims) {
+  for (int64_t d : dims) w.put<int64_t>(d);
+}
+
+void encode_number(DetailWriter& w, const c10::IValue& v) {
+  if (v.isDouble()) {
+    w.put<uint8_t>(1);
+    w.put<double>(v.toDouble());
+  } else if (v.isBool()) {
+    w.put<uint8_t>(2);
+    w.put<int64_t>(v.toBool() ? 1 : 0);
+  } else if (v.isInt()) {
+    w.put<uint8_t>(0);
+    w.put<int64_t>(v.toInt());
+  } else {  // complex or symbolic: the real part, as a double
+    w.put<uint8_t>(1);
+    w.put<double>(v.isComplexDouble() ? v.toComplexDouble().real() : 0.0);
+  }
+}
+
+// A tensor's shape unless it has none we can read cheaply (undefined, nested, symbolic).
+bool readable(const at::Tensor& t) {
+  return t.defined() && !t.is_nested() &&
+         !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides() && t.dim() <= kMaxDims;
+}
+
+void encode_inputs(DetailWriter& w, c10::ArrayRef<const c10::IValue> inputs) {
+  const std::size_t n = std::min<std::size_t>(inputs.size(), kMaxInputs);
+  w.put<uint8_t>(static_cast<uint8_t>(n));
+  using Kind = OpInput::Kind;
+  for (std::size_t i = 0; i < n; ++i) {
+    const c10::IValue& v = inputs[i];
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (!readable(t)) {
+        w.put<uint8_t>(static_cast<uint8_t>(t.defined() ? Kind::Other : Kind::None));
+        continue;
+      }
+      const bool strided = t.layout() == c10::kStrided;
+      w.put<uint8_t>(static_cast<uint8_t>(Kind::Tensor));
+      w.put<int8_t>(static_cast<int8_t>(t.scalar_type()));
+      w.put<uint8_t>(static_cast<uint8_t>(t.dim()));
+      w.put<uint8_t>(strided ? 1 : 0);
+      put_dims(w, t.sizes());
+      if (strided) put_dims(w, t.strides());
+    } else if (v.isTensorList()) {
+      const auto list = v.toTensorList();
+      const std::size_t count = std::min<std::size_t>(list.size(), kMaxListItems);
+      w.put<uint8_t>(static_cast<uint8_t>(Kind::TensorList));
+      w.put<uint16_t>(static_cast<uint16_t>(count));
+      for (std::size_t k = 0; k < count; ++k) {
+        const at::Tensor t = list.get(k);
+        const bool ok = readable(t);
+        w.put<int8_t>(ok ? static_cast<int8_t>(t.scalar_type()) : -1);
+        w.put<uint8_t>(ok ? static_cast<uint8_t>(t.dim()) : 0);
+        if (ok) put_dims(w, t.sizes());
+      }
+    } else if (v.isDouble() || v.isInt() || v.isBool() || v.isComplexDouble()) {
+      w.put<uint8_t>(static_cast<uint8_t>(Kind::Scalar));
+      encode_number(w, v);
+    } else if (v.isIntList() || v.isDoubleList() || v.isBoolList()) {
+      w.put<uint8_t>(static_cast<uint8_t>(Kind::ScalarList));
+      const c10::List<c10::IValue> items = v.toList();
+      const std::size_t count = std::min<std::size_t>(items.size(), kMaxListItems);
+      w.put<uint8_t>(v.isIntList() ? 0 : v.isDoubleList() ? 1 : 2);
+      w.put<uint16_t>(static_cast<uint16_t>(count));
+      for (std::size_t k = 0; k < count; ++k) {
+        const c10::IValue item = items.get(k);
+        if (item.isDouble()) {
+          w.put<double>(item.toDouble());
+        } else {
+          w.put<int64_t>(item.isBool() ? (item.toBool() ? 1 : 0) : item.toInt());
+        }
+      }
+    } else {
+      w.put<uint8_t>(static_cast<uint8_t>(v.isNone() ? Kind::None : Kind::Other));
+    }
+  }
+}
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn);
+
+__attribute__((noinline)) void encode_stack(DetailWriter& w, int depth_limit) {
+  void* frames[256];
+  // ptprof's own frames come first; a few spare slots keep `depth_limit` for the rest, and
+  // one more than kept tells a cut stack.
+  constexpr int kOwnMax = 6;
+  const int cap = std::min(depth_limit + kOwnMax + 1, 256);
+  int n = capture_stack(frames, cap);
+  // Skip up to and including the frame in on_enter (its return address lies in its body).
+  const auto enter = reinterpret_cast<uintptr_t>(&on_enter);
+  int skip = 0;
+  for (int i = 0; i < std::min(n, kOwnMax); ++i) {
+    const auto pc = reinterpret_cast<uintptr_t>(frames[i]);
+    if (pc > enter && pc < enter + 4096) {
+      skip = i + 1;
+      break;
+    }
+  }
+  const bool truncated = n - skip > depth_limit;
+  const int kept = std::min(n - skip, depth_limit);
+  w.put<uint8_t>(static_cast<uint8_t>(kept));
+  w.put<uint8_t>(truncated ? 1 : 0);
+  for (int i = 0; i < kept; ++i) w.put<uint64_t>(reinterpret_cast<uint64_t>(frames[skip + i]));
+}
+
+__attribute__((noinline)) void record_details(ThreadState* ts, Slot* s,
+                                             const at::RecordFunction& fn) {
+  s->flags |= kFlagDetails;
+  DetailWriter w(ts->scratch, sizeof(ts->scratch));
+  if (g_capture_inputs) {
+    encode_inputs(w, fn.inputs());
+  } else {
+    w.put<uint8_t>(kNotCaptured);
+  }
+  if (g_capture_stacks) {
+    encode_stack(w, g_stack_depth);
+  } else {
+    w.put<uint8_t>(0);
+    w.put<uint8_t>(0);
+  }
+  if (w.ok()) {
+    ts->attach_details(ts->scratch, static_cast<uint32_t>(w.size()));
+  } else {
+    ts->no_details();
+  }
+}
+
+// ---- profile_memory: the c10 memory-reporting hook ------------------------------------
+
+void record_memory(void* ptr, int64_t bytes, std::size_t total_allocated,
+                   std::size_t total_reserved, c10::Device device);
+
+// Sits in the PROFILER_STATE slot of c10's thread-local debug info, where c10's allocators
+// report every allocation and free. libtorch static_casts that slot to ProfilerStateBase, so
+// this must be one; with ProfilerState::Disabled, profilerEnabled() stays false.
+class MemoryReporter final : public torch::profiler::impl::ProfilerStateBase {
+ public:
+  MemoryReporter()
+      : ProfilerStateBase(torch::profiler::impl::ProfilerConfig(
+            torch::profiler::impl::ProfilerState::Disabled, false, /*profile_memory=*/true)) {}
+  void reportMemoryUsage(void* ptr, int64_t alloc_size, std::size_t total_allocated,
+                         std::size_t total_reserved, c10::Device device) override {
+    record_memory(ptr, alloc_size, total_allocated, total_reserved, device);
+  }
+  // Inert outside profile_memory sessions, even where it is left in a thread's slot.
+  bool memoryProfilingEnabled() const override {
+    return g_capture_memory.load(std::memory_order_relaxed);
+  }
+  torch::profiler::impl::ActiveProfilerType profilerType() override {
+    return torch::profiler::impl::ActiveProfilerType::NONE;
+  }
+};
+
+const std::shared_ptr<MemoryReporter>& memory_reporter() {
+  // Leaked: c10 may hold the raw pointer in thread-local slots up to thread exit.
+  static auto* r = new std::shared_ptr<MemoryReporter>(std::make_shared<MemoryReporter>());
+  return *r;
+}
+
+// Puts the reporter into this thread's slot if the slot is free; true if it is ours now.
+bool ensure_memory_reporter() {
+  auto* current = c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE);
+  if (current == memory_reporter().get()) return true;
+  if (current != nullptr) return false;  // another profiler (torch.profiler) owns it
+  c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, memory_reporter());
+  return true;
+}
+
+// Takes the reporter out of this thread's slot if it is the innermost entry.
+void remove_memory_reporter() {
+  if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) !=
+      memory_reporter().get())
+    return;
+  try {
+    c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+  } catch (...) {
+    // Something was pushed above it; it stays, inert (memoryProfilingEnabled() is false).
+  }
+}
+
 // ---- the callbacks ---------------------------------------------------------------------
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
@@ -342,11 +615,44 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   s->correlation = ts->next_correlation();
   s->end.store(0, std::memory_order_relaxed);
   CorrelationHook push = g_push_hook.load(std::memory_order_relaxed);
+    if (g_capture_any_details) record_details(ts, s, fn);
+  if (__builtin_expect(g_capture_memory.load(std::memory_order_relaxed), 0)) {
+    ensure_memory_reporter();
+  }
   ts->open[ts->open_n++] = ThreadState::Open{s, s->handle, g, push != nullptr};
   if (push) push(s->correlation);
   s->start = now_ticks();
   ts->publish();
   return nullptr;
+}
+
+void record_memory(void* ptr, int64_t bytes, std::size_t total_allocated,
+                   std::size_t total_reserved, c10::Device device) {
+  const int64_t t = now_ticks();
+  if (!g_recording.load(std::memory_order_relaxed)) return;
+  ThreadState* ts = tl_state;
+  if (ts == nullptr) {
+    ts = register_thread();
+    if (!ts) return;
+  }
+  const uint32_t g = g_gen.load(std::memory_order_acquire);
+  if (ts->seen_gen != g) ts->rotate(g);
+  Slot* s = ts->next_slot();
+  if (s == nullptr) {
+    ts->dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  s->start = t;
+  s->end.store(t, std::memory_order_relaxed);
+  s->correlation = reinterpret_cast<uint64_t>(ptr);
+  s->handle = static_cast<uint64_t>(bytes);
+  s->seq_nr = static_cast<int64_t>(total_allocated);
+  s->fwd_tid = static_cast<uint64_t>(total_reserved);
+  s->flags = 0;
+  s->name_id = (static_cast<uint32_t>(static_cast<uint8_t>(device.type())) << 8) |
+               static_cast<uint8_t>(device.index() + 1);
+  s->scope = kScopeMemory;
+  ts->publish();
 }
 
 void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
@@ -373,7 +679,6 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
 
 std::mutex g_install_mu;
 at::CallbackHandle g_handle = 0;
-bool g_needs_inputs = false;
 
 }  // namespace
 
@@ -384,15 +689,29 @@ Recorder& Recorder::get() {
 
 std::size_t Recorder::record_bytes() { return sizeof(Slot); }
 
-void Recorder::install(bool needs_inputs) {
+void Recorder::install(const CaptureOptions& capture) {
   std::lock_guard<std::mutex> lock(g_install_mu);
   calibrate_clock();
-  if (g_handle != 0 && g_needs_inputs == needs_inputs) return;
-  if (g_handle != 0) at::removeCallback(g_handle);
-  g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_enter, &on_exit)
-                                       .needsInputs(needs_inputs)
-                                       .needsIds(true));
-  g_needs_inputs = needs_inputs;
+  const bool same = g_handle != 0 && g_capture_inputs == capture.inputs &&
+                    g_capture_stacks == capture.stacks && g_stack_depth == capture.stack_depth;
+  if (!same) {
+    if (g_handle != 0) at::removeCallback(g_handle);
+    // The capture flags change only while no callback of ours is registered.
+    g_capture_inputs = capture.inputs;
+    g_capture_stacks = capture.stacks;
+    g_stack_depth = std::max(1, std::min(capture.stack_depth, 250));
+    g_capture_any_details = capture.inputs || capture.stacks;
+    if (capture.stacks) warm_up_stack_capture();  // first-use costs outside the window
+    g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_enter, &on_exit)
+                                         .needsInputs(capture.inputs)
+                                         .needsIds(true));
+  }
+  g_capture_memory.store(capture.memory, std::memory_order_relaxed);
+  if (capture.memory) {
+    ensure_memory_reporter();  // the installing thread; others on their first op
+  } else {
+    remove_memory_reporter();
+  }
 }
 
 void Recorder::uninstall() {
@@ -402,6 +721,8 @@ void Recorder::uninstall() {
     at::removeCallback(g_handle);
     g_handle = 0;
   }
+  g_capture_memory.store(false, std::memory_order_relaxed);
+  remove_memory_reporter();
 }
 
 bool Recorder::installed() const {
@@ -443,13 +764,25 @@ Collected Recorder::end_window() {
       ct.logical_tid = ts->logical_tid;
       ct.name = ts->thread_name;
       ct.records.reserve(n);
+      std::vector<const DetailBlock*> blocks;
+      for (const DetailBlock* b = h.detail_head; b; b = b->next) blocks.push_back(b);
       Chunk* c = h.head;
       for (uint32_t i = 0; i < n && c; c = c->next) {
         for (uint32_t k = 0; k < kChunkSlots && i < n; ++k, ++i) {
           const Slot& s = c->slots[k];
+          uint64_t details = kNoDetails;
+          const uint64_t ref = (s.flags & kFlagDetails) && c->refs ? c->refs[k] : kNoDetails;
+          if (ref != kNoDetails && ref / kDetailBlockBytes < blocks.size()) {
+            const DetailBlock* b = blocks[ref / kDetailBlockBytes];
+            const uint32_t off = static_cast<uint32_t>(ref % kDetailBlockBytes);
+            uint32_t len;
+            std::memcpy(&len, b->data + off, 4);
+            details = ct.details.size();
+            ct.details.append(b->data + off + 4, len);
+          }
           ct.records.push_back(RawRecord{s.start, s.end.load(std::memory_order_relaxed),
                                          s.correlation, s.handle, s.seq_nr, s.fwd_tid, s.name_id,
-                                         s.scope, s.flags});
+                                         s.scope, s.flags, details});
         }
       }
       out.threads.push_back(std::move(ct));

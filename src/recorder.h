@@ -20,7 +20,10 @@
 
 namespace ptprof::detail {
 
-// One recorded op or range, as collected (plain copy of the hot-path record).
+// One recorded op or range, as collected (plain copy of the hot-path record). A memory
+// record (scope == kScopeMemory) reuses the fields: correlation = address, handle = bytes,
+// seq_nr = total allocated, fwd_tid = total reserved, name_id = device type << 8 | (device
+// index + 1).
 struct RawRecord {
   int64_t start;  // ticks (see clock.h)
   int64_t end;    // ticks; 0: had not ended when the window closed
@@ -29,16 +32,31 @@ struct RawRecord {
   int64_t seq_nr;
   uint64_t fwd_tid;
   uint32_t name_id;
-  uint8_t scope;  // at::RecordScope
+  uint8_t scope;  // at::RecordScope, or kScopeMemory
   uint8_t flags;  // kFlagAsync
+  // Serialized inputs/stack of the op (record_shapes, with_flops, with_stack), an offset into
+  // CollectedThread::details, or kNoDetails.
+  uint64_t details;
 };
 constexpr uint8_t kFlagAsync = 1;
+constexpr uint8_t kFlagDetails = 2;  // the hot path wrote details for this record
+constexpr uint8_t kScopeMemory = 0xFE;
+constexpr uint64_t kNoDetails = ~uint64_t{0};
+
+// What the callback captures beyond the fixed record.
+struct CaptureOptions {
+  bool inputs = false;   // record_shapes or with_flops: RecordFunction boxes op inputs
+  bool stacks = false;   // with_stack: native stack addresses at op entry
+  bool memory = false;   // profile_memory: allocation events through c10's reporter
+  int stack_depth = 64;  // frames kept; deeper stacks are cut and marked
+};
 
 struct CollectedThread {
   int64_t os_tid = 0;
   uint64_t logical_tid = 0;
   std::string name;
   std::vector<RawRecord> records;
+  std::string details;  // bytes RawRecord::details points into (format: details.h)
 };
 
 struct Collected {
@@ -55,9 +73,8 @@ class Recorder {
  public:
   static Recorder& get();
 
-  // Registers the RecordFunction callback (idempotent); needs_inputs asks RecordFunction to
-  // box op inputs, which only shape/FLOP recording needs.
-  void install(bool needs_inputs);
+  // Registers the RecordFunction callback (again, if the capture options changed).
+  void install(const CaptureOptions& capture);
   void uninstall();
   bool installed() const;
 

@@ -6,12 +6,16 @@
 #include <atomic>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
 #include <ATen/record_function.h>
 
 #include "clock.h"
+#include "details.h"
+#include "flops.h"
+#include "stacks.h"
 #include "gpu/gpu_backend.h"
 #include "json_writer.h"
 #include "process_info.h"
@@ -145,15 +149,9 @@ class SessionImpl {
     if (opts_.max_event_memory_bytes < (std::size_t{1} << 20))
       throw Error("ptprof: Options.max_event_memory_bytes must be >= 1 MiB (got " +
                   std::to_string(opts_.max_event_memory_bytes) + ")");
-    auto unsupported = [](bool on, const char* field) {
-      if (on)
-        throw Error(std::string("ptprof: Options.") + field +
-                    " is not supported by this build of ptprof yet; leave it false");
-    };
-    unsupported(opts_.record_shapes, "record_shapes");
-    unsupported(opts_.profile_memory, "profile_memory");
-    unsupported(opts_.with_stack, "with_stack");
-    unsupported(opts_.with_flops, "with_flops");
+    if (opts_.max_stack_depth < 1 || opts_.max_stack_depth > 250)
+      throw Error("ptprof: Options.max_stack_depth must be in [1, 250] (got " +
+                  std::to_string(opts_.max_stack_depth) + ")");
   }
 
   ProfilerAction current_schedule_action() const {
@@ -198,7 +196,12 @@ class SessionImpl {
         gpu_.reset();
       }
     }
-    rec.install(/*needs_inputs=*/false);
+    detail::CaptureOptions capture;
+    capture.inputs = opts_.record_shapes || opts_.with_flops;
+    capture.stacks = opts_.with_stack;
+    capture.memory = opts_.profile_memory;
+    capture.stack_depth = opts_.max_stack_depth;
+    rec.install(capture);
     rec.begin_window(opts_.max_event_memory_bytes);  // warmup: recorded, then discarded
     installed_ = true;
   }
@@ -237,6 +240,7 @@ class SessionImpl {
       for (auto& w : warnings) report_warning(w);
     }
     trace->rebuild_tree();
+    trace->attribute_memory();
     last_trace_ = trace;
     ++window_index_;
     for (std::size_t i = 0; i < opts_.on_trace_ready.size(); ++i) {
@@ -269,6 +273,11 @@ class SessionImpl {
       t.gpu_unavailable_reason = gpu_reason_;
       t.metadata["ptprof_gpu_unavailable"] = json_string(gpu_reason_);
     }
+    if (opts_.record_shapes) t.metadata["record_shapes"] = "1";
+    if (opts_.profile_memory) t.metadata["profile_memory"] = "1";
+    if (opts_.with_stack) t.metadata["with_stack"] = "1";
+    if (opts_.with_flops) t.metadata["with_flops"] = "1";
+    StackTable stacks;
     std::vector<std::string_view> name_views(c.names.size());
     std::vector<bool> interned(c.names.size(), false);
     std::size_t total = 0;
@@ -279,6 +288,20 @@ class SessionImpl {
       for (const detail::RawRecord& r : th.records) {
         const int64_t start = c.clock.to_ns(r.start);
         if (start < window_start_ || start > end) continue;
+        if (r.scope == detail::kScopeMemory) {
+          MemoryEvent m;
+          m.time_ns = start + unix_offset_ns_;
+          m.pid = pid_;
+          m.tid = th.os_tid;
+          m.address = r.correlation;
+          m.bytes = static_cast<int64_t>(r.handle);
+          m.total_allocated = r.seq_nr;
+          m.total_reserved = static_cast<int64_t>(r.fwd_tid);
+          m.device_type = static_cast<int8_t>(r.name_id >> 8);
+          m.device_index = static_cast<int8_t>(static_cast<int>(r.name_id & 0xff) - 1);
+          t.memory_events.push_back(m);
+          continue;
+        }
         if (!interned[r.name_id]) {
           name_views[r.name_id] = t.intern(c.names[r.name_id]);
           interned[r.name_id] = true;
@@ -299,8 +322,50 @@ class SessionImpl {
         e.fwd_thread_id = r.fwd_tid;
         e.thread_id = th.logical_tid;
         e.is_async = (r.flags & detail::kFlagAsync) != 0;
+        if (r.details != detail::kNoDetails && r.details < th.details.size())
+          add_details(std::string_view(th.details).substr(r.details), e, t, stacks);
         t.events.push_back(e);
       }
+    }
+  }
+
+  // Stacks of a trace: each distinct address list once, each address symbolized once.
+  struct StackTable {
+    std::map<std::vector<uint64_t>, int32_t> index;
+    detail::Symbolizer symbolizer;
+  };
+
+  void add_details(std::string_view bytes, Event& e, Trace& t, StackTable& stacks) {
+    detail::DecodedDetails d = detail::decode_details(bytes);
+    if (d.has_inputs) {
+      if (opts_.with_flops) e.flops = detail::estimate_flops(e.name, d.inputs);
+      if (opts_.record_shapes) {
+        e.inputs = static_cast<int32_t>(t.op_inputs.size());
+        t.op_inputs.push_back(std::move(d.inputs));
+      }
+    }
+    if (!d.stack.empty()) {
+      if (d.stack_truncated) d.stack.push_back(0);  // marks the cut (outermost side)
+      // The innermost frames are libtorch's RecordFunction machinery calling ptprof: they are
+      // the same on every op and only hide the caller.
+      while (d.stack.size() > 1) {
+        const std::string& f = stacks.symbolizer.frame(d.stack.front());
+        if (f.rfind("at::RecordFunction::", 0) != 0 &&
+            f.rfind("c10::Dispatcher::runRecordFunction", 0) != 0)
+          break;
+        d.stack.erase(d.stack.begin());
+      }
+      auto [it, inserted] =
+          stacks.index.emplace(d.stack, static_cast<int32_t>(t.stacks.size()));
+      if (inserted) {
+        std::vector<std::string> frames;
+        frames.reserve(d.stack.size());
+        // Outermost first, as PyTorch writes stacks.
+        for (auto a = d.stack.rbegin(); a != d.stack.rend(); ++a)
+          frames.push_back(*a == 0 ? std::string("<truncated>") : stacks.symbolizer.frame(*a));
+        t.stacks.push_back(std::move(frames));
+      }
+      e.stack = it->second;
     }
   }
 

@@ -100,6 +100,36 @@ void Trace::rebuild_tree() {
   }
 }
 
+void Trace::attribute_memory() {
+  std::stable_sort(memory_events.begin(), memory_events.end(),
+                   [](const MemoryEvent& a, const MemoryEvent& b) { return a.time_ns < b.time_ns; });
+  std::unordered_map<int64_t, std::vector<int64_t>> by_thread;
+  for (int64_t i = 0; i < static_cast<int64_t>(events.size()); ++i) {
+    const Event& e = events[i];
+    if (e.kind == EventKind::CpuOp || e.kind == EventKind::UserAnnotation)
+      by_thread[e.tid].push_back(i);
+  }
+  for (auto& [tid, idx] : by_thread) {
+    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+      return events[a].start_ns < events[b].start_ns;
+    });
+  }
+  for (MemoryEvent& m : memory_events) {
+    m.op = -1;
+    auto it = by_thread.find(m.tid);
+    if (it == by_thread.end()) continue;
+    const auto& idx = it->second;
+    // The last op starting at or before the event, then up to the first that contains it.
+    auto pos = std::upper_bound(idx.begin(), idx.end(), m.time_ns, [&](int64_t t, int64_t i) {
+      return t < events[i].start_ns;
+    });
+    if (pos == idx.begin()) continue;
+    int64_t k = *(pos - 1);
+    while (k >= 0 && events[k].start_ns + events[k].duration_ns < m.time_ns) k = events[k].parent;
+    m.op = k;
+  }
+}
+
 std::string Trace::to_json() const {
   detail::JsonWriter w;
   detail::write_chrome_trace(*this, w, "");

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace ptprof {
 
@@ -48,6 +50,33 @@ struct TransferInfo {
   uint8_t dst_kind = 0;
 };
 
+// One input of an op, as record_shapes captures it (PyTorch's "Input Dims"/"Input type"/
+// "Input Strides"/"Concrete Inputs").
+struct OpInput {
+  enum class Kind : uint8_t { None, Tensor, TensorList, Scalar, ScalarList, Other };
+  Kind kind = Kind::None;
+  std::string dtype;             // "float", "long int", "Scalar", "TensorList", "" ...
+  std::vector<int64_t> sizes;    // Tensor: its sizes; ScalarList: the values (ints)
+  std::vector<int64_t> strides;  // Tensor (strided layout only)
+  std::vector<std::vector<int64_t>> list_sizes;  // TensorList: sizes of each element
+  std::string concrete;          // Scalar / ScalarList: the value as text ("1", "0.5", "[1, 1]")
+  double scalar = 0;             // Scalar: the value
+};
+
+// A `[memory]` event: an allocation (bytes > 0) or free (bytes < 0) seen by profile_memory.
+struct MemoryEvent {
+  int64_t time_ns = 0;  // Unix epoch ns
+  int64_t pid = 0;
+  int64_t tid = 0;            // OS thread that allocated or freed
+  uint64_t address = 0;
+  int64_t bytes = 0;
+  int64_t total_allocated = 0;
+  int64_t total_reserved = 0;
+  int8_t device_type = 0;     // c10::DeviceType: 0 CPU, 1 CUDA
+  int8_t device_index = -1;   // -1 for CPU
+  int64_t op = -1;            // index of the innermost op in Trace::events, -1 if none
+};
+
 struct Event {
   EventKind kind = EventKind::CpuOp;
   std::string_view name;  // owned by the Trace that holds the event
@@ -71,6 +100,11 @@ struct Event {
   bool is_async = false;
   bool flow_start = false;      // starts an "ac2g" flow (id = correlation): a launch
   bool flow_end = false;        // ends one: the GPU activity it launched
+
+  // Details (record_shapes / with_stack / with_flops): indexes into the Trace's tables.
+  int32_t inputs = -1;   // Trace::op_inputs
+  int32_t stack = -1;    // Trace::stacks
+  uint64_t flops = 0;    // estimated floating point operations, 0 if unknown
 
   // CUDA runtime/driver calls.
   int32_t cbid = 0;

@@ -17,6 +17,12 @@ struct KeyAverage {
   int64_t device_time_total_ns = 0;
   bool is_user_annotation = false;
   bool is_device_activity = false;  // a kernel, copy or memset row
+  // profile_memory: bytes allocated minus freed inside the op (self) / with its children.
+  int64_t cpu_memory_usage = 0;
+  int64_t self_cpu_memory_usage = 0;
+  int64_t device_memory_usage = 0;
+  int64_t self_device_memory_usage = 0;
+  uint64_t flops = 0;  // with_flops: estimated total
 
   int64_t cpu_time_avg_ns() const { return count ? cpu_time_total_ns / count : 0; }
   int64_t device_time_avg_ns() const { return count ? device_time_total_ns / count : 0; }
@@ -32,6 +38,11 @@ enum class SortBy {
   DeviceTimeTotal,       // "cuda_time_total", "device_time_total"
   DeviceTime,            // "cuda_time", "device_time"
   Count,                 // "count"
+  CpuMemoryUsage,        // "cpu_memory_usage"
+  SelfCpuMemoryUsage,    // "self_cpu_memory_usage"
+  DeviceMemoryUsage,     // "cuda_memory_usage", "device_memory_usage"
+  SelfDeviceMemoryUsage, // "self_cuda_memory_usage", "self_device_memory_usage"
+  Flops,                 // "flops"
 };
 
 // Parses torch.profiler's sort_by names; throws ptprof::Error listing the valid ones.
@@ -42,6 +53,9 @@ class KeyAverages {
   std::vector<KeyAverage> rows;
   bool has_device_time = false;
   bool has_input_shapes = false;
+  bool has_memory = false;
+  bool has_device_memory = false;
+  bool has_flops = false;
 
   const KeyAverage* find(const std::string& key) const;
   void sort(SortBy by);

@@ -30,10 +30,11 @@ struct Options {
   // the others still run.
   std::vector<TraceHandlerPtr> on_trace_ready;
 
-  bool record_shapes = false;
-  bool profile_memory = false;
-  bool with_stack = false;
-  bool with_flops = false;
+  bool record_shapes = false;   // op inputs: "Input Dims", "Input type", ... in the trace
+  bool profile_memory = false;  // "[memory]" events from c10's allocators
+  bool with_stack = false;      // native C++ stack of each op at entry ("Call stack")
+  bool with_flops = false;      // estimated FLOPs of matmuls, convolutions, attention, ...
+  int max_stack_depth = 64;     // with_stack: innermost frames kept; deeper stacks are cut
 
   // Name of this process in traces; empty: "<hostname>_<pid>" (torch.profiler's default).
   std::string worker_name;

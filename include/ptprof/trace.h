@@ -46,6 +46,11 @@ class Trace {
   // Events in no particular cross-thread order; on each thread CPU events are in start order
   // and `parent` links give the exact nesting.
   std::vector<Event> events;
+  std::vector<MemoryEvent> memory_events;  // profile_memory, in time order
+  std::vector<std::vector<OpInput>> op_inputs;  // record_shapes; Event::inputs indexes it
+  // with_stack: symbolized native frames, outermost first; Event::stack indexes it. A stack
+  // cut at the depth bound starts with the frame "<truncated>" (its outer frames are gone).
+  std::vector<std::vector<std::string>> stacks;
   std::vector<ThreadInfo> threads;
   std::vector<DeviceProperties> devices;
 
@@ -77,6 +82,19 @@ class Trace {
 
   // Recomputes parent, depth and self time of CPU events from their intervals per thread.
   void rebuild_tree();
+  // Sorts memory_events by time and sets each one's op: the innermost CPU event on its thread
+  // that contains it (after rebuild_tree()).
+  void attribute_memory();
+
+  // torch.profiler's export_stacks: one "frame;frame;...;frame value" line per distinct stack
+  // (the collapsed format of flamegraph.pl, speedscope and inferno), value in microseconds of
+  // `metric`: "self_cpu_time_total" or "self_cuda_time_total". A path ending in ".svg" gets a
+  // self-contained SVG flame graph instead. Needs with_stack; throws ptprof::Error otherwise.
+  void export_stacks(const std::string& path,
+                     const std::string& metric = "self_cpu_time_total") const;
+  // Allocated memory over time per device (profile_memory): ".json" writes the curves,
+  // ".html" a self-contained page with a plot. Throws ptprof::Error without memory events.
+  void export_memory_timeline(const std::string& path) const;
 
  private:
   std::shared_ptr<void> strings_;  // opaque string storage shared by copies

@@ -2,9 +2,14 @@
 //
 //   ptprof table TRACE [--sort KEY] [--row-limit N] [--json]   key_averages() table of a trace
 //   ptprof summary TRACE                                        events per category, steps
+//   ptprof memory TRACE [OUT.json|OUT.html]                     peak allocated bytes per device
+//                                                               (as TensorBoard names devices), or
+//                                                               the memory timeline written to OUT
+//   ptprof stacks TRACE OUT[.svg] [--metric M]                  collapsed stacks / flame graph
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -18,7 +23,9 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: ptprof table TRACE [--sort KEY] [--row-limit N] [--json]\n"
-               "       ptprof summary TRACE\n");
+               "       ptprof summary TRACE\n"
+               "       ptprof memory TRACE [OUT.json|OUT.html]\n"
+               "       ptprof stacks TRACE OUT[.svg] [--metric self_cpu_time_total|self_cuda_time_total]\n");
   return 2;
 }
 
@@ -27,11 +34,17 @@ int run(int argc, char** argv) {
   const std::string cmd = argv[1];
   const std::string path = argv[2];
   std::string sort;
+  std::string out;
+  std::string metric = "self_cpu_time_total";
   int row_limit = 100;
   bool json = false;
   for (int i = 3; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--sort" && i + 1 < argc) {
+    if ((cmd == "memory" || cmd == "stacks") && out.empty() && a.rfind("--", 0) != 0) {
+      out = a;
+    } else if (a == "--metric" && i + 1 < argc) {
+      metric = argv[++i];
+    } else if (a == "--sort" && i + 1 < argc) {
       sort = argv[++i];
     } else if (a == "--row-limit" && i + 1 < argc) {
       row_limit = std::atoi(argv[++i]);
@@ -66,6 +79,29 @@ int run(int argc, char** argv) {
     }
     w.end_array().end_object();
     std::cout << w.buffer() << "\n";
+    return 0;
+  }
+  if (cmd == "memory") {
+    if (!out.empty()) {
+      trace.export_memory_timeline(out);
+      return 0;
+    }
+    std::map<std::string, int64_t> peaks;
+    for (const auto& m : trace.memory_events) {
+      const std::string dev = m.device_type == 0 ? "CPU" : "GPU" + std::to_string(m.device_index);
+      auto [it, inserted] = peaks.emplace(dev, m.total_allocated);
+      if (!inserted) it->second = std::max(it->second, m.total_allocated);
+    }
+    ptprof::detail::JsonWriter w;
+    w.begin_object();
+    for (const auto& [dev, peak] : peaks) w.key(dev).value(peak);
+    w.end_object();
+    std::cout << w.buffer() << "\n";
+    return 0;
+  }
+  if (cmd == "stacks") {
+    if (out.empty()) return usage();
+    trace.export_stacks(out, metric);
     return 0;
   }
   if (cmd == "summary") {

@@ -109,6 +109,24 @@ Trace parse_trace(const std::string& text, const std::string& what) {
     if (!ev.is_object()) throw Error("ptprof: " + where + " is not an object");
     auto ph = ev.find("ph");
     if (ph == ev.end() || !ph->is_string()) continue;
+    if (*ph == "i" && ev.value("name", "") == "[memory]") {
+      auto args = ev.find("args");
+      auto ts = ev.find("ts");
+      if (args == ev.end() || !args->is_object() || ts == ev.end())
+        throw Error("ptprof: " + where + " ([memory]) lacks \"args\" or \"ts\"");
+      MemoryEvent m;
+      m.time_ns = base + us_to_ns(*ts, where + ".ts");
+      m.pid = int_or(ev, "pid", 0);
+      m.tid = int_or(ev, "tid", 0);
+      m.address = static_cast<uint64_t>(int_or(*args, "Addr", 0));
+      m.bytes = int_or(*args, "Bytes", 0);
+      m.total_allocated = int_or(*args, "Total Allocated", 0);
+      m.total_reserved = int_or(*args, "Total Reserved", 0);
+      m.device_type = static_cast<int8_t>(int_or(*args, "Device Type", 0));
+      m.device_index = static_cast<int8_t>(int_or(*args, "Device Id", -1));
+      t.memory_events.push_back(m);
+      continue;
+    }
     if (*ph != "X") continue;
     auto cat = ev.find("cat");
     auto name = ev.find("name");
@@ -155,6 +173,7 @@ Trace parse_trace(const std::string& text, const std::string& what) {
     }
   }
   t.rebuild_tree();
+  t.attribute_memory();
   return t;
 }
 

@@ -320,6 +320,42 @@ class Checker:
                     % (a.run, len(workers), a.expect_spans, a.expect_steps,
                        [v.display_name for v in run.views], load_s))
 
+    # -- memory -------------------------------------------------------------------------------------------------
+    def check_memory(self):
+        """The Memory view: present, and its per-device peak (the plugin's get_memory_curve takes the max of
+        'Total Allocated' over the memory records that have an Addr) equals ptprof's own peak."""
+        a = self.args
+        check = 'memory-view'
+        with open(a.memory_json) as f:
+            spec = json.load(f)['traces']
+        for path, key in sorted(self.file_map.items()):
+            profile = self.run.profiles.get(key)
+            if profile is None:
+                continue
+            views = [v.display_name for v in profile.views]
+            if 'Memory' not in views:
+                self.fail(check, '%s: no Memory view (views: %s)' % (path, views))
+                continue
+            records = profile.memory_snapshot.memory_records if profile.memory_snapshot else []
+            peaks = defaultdict(int)
+            for r in records:
+                if r.addr is None:
+                    continue
+                peaks[r.device_name] = max(peaks[r.device_name], r.total_allocated)
+            want = spec.get(os.path.basename(path))
+            if want is None:
+                self.fail(check, '%s: no ptprof memory peaks given' % path)
+                continue
+            for dev, peak in want.items():
+                got = peaks.get(dev)
+                if got is None or int(got) != int(peak):
+                    self.fail(check, '%s: device %s peak: plugin %s, ptprof %s' % (path, dev, got, peak))
+            curve = profile.get_memory_curve()
+            if not curve['rows']:
+                self.fail(check, '%s: the memory curve is empty' % path)
+        if not any(c == check for c, _ in self.failures):
+            self.ok(check, 'Memory view present; peaks equal ptprof\'s for %d trace(s)' % len(self.file_map))
+
     # -- 2 ------------------------------------------------------------------------------------------------------
     def check_ops(self):
         a = self.args
@@ -701,6 +737,9 @@ def parse_args(argv):
     p.add_argument('--tensorboard', action='store_true', help='also serve LOGDIR with tensorboard and query it')
     p.add_argument('--hta', action='store_true', help='also load every trace with HolisticTraceAnalysis')
     p.add_argument('--expect-kernels', action='store_true', help='require the Kernel view / GPU kernels')
+    p.add_argument('--memory-json', metavar='FILE',
+                   help='{"traces": {"<trace file basename>": {"<device>": peak allocated bytes}}} from '
+                        'ptprof\'s memory timeline; the plugin\'s Memory view must exist and show these peaks')
     p.add_argument('--loader-timeout', type=int, default=60, metavar='SEC',
                    help='bound for the in-process plugin loader (default 60)')
     p.add_argument('-v', '--verbose', action='store_true', help='keep plugin/HTA logging')
@@ -741,6 +780,14 @@ def main(argv=None):
                 c.check_ops()
             except CheckFailed as e:
                 c.fail('operator-view', str(e))
+    if args.memory_json:
+        if c.run is None:
+            c.fail('memory-view', 'skipped: the plugin loader did not produce a run')
+        else:
+            try:
+                c.check_memory()
+            except (CheckFailed, OSError, KeyError, ValueError) as e:
+                c.fail('memory-view', str(e))
     if args.tensorboard:
         c.check_tensorboard()
     if args.hta:

@@ -1,0 +1,142 @@
+#include "details.h"
+
+#include <c10/core/ScalarType.h>
+#include <c10/core/ScalarTypeToTypeMeta.h>
+
+#include <cstdio>
+#include <string>
+
+namespace ptprof::detail {
+
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(std::string_view b) : b_(b) {}
+  template <typename T>
+  bool get(T* v) {
+    if (pos_ + sizeof(T) > b_.size()) return false;
+    std::memcpy(v, b_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+
+ private:
+  std::string_view b_;
+  std::size_t pos_ = 0;
+};
+
+std::string format_number(uint8_t tag, const char raw[8], double* as_double) {
+  char buf[64];
+  if (tag == 1) {
+    double d;
+    std::memcpy(&d, raw, 8);
+    *as_double = d;
+    std::snprintf(buf, sizeof(buf), "%.17g", d);
+    // Python prints 1.0, not 1, for a float scalar.
+    std::string s = buf;
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    return s;
+  }
+  int64_t i;
+  std::memcpy(&i, raw, 8);
+  *as_double = static_cast<double>(i);
+  if (tag == 2) return i ? "True" : "False";
+  return std::to_string(i);
+}
+
+bool read_dims(Reader& r, uint8_t ndim, std::vector<int64_t>* out) {
+  out->resize(ndim);
+  for (uint8_t d = 0; d < ndim; ++d)
+    if (!r.get(&(*out)[d])) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string dtype_name(int8_t scalar_type) {
+  if (scalar_type < 0 || scalar_type >= static_cast<int8_t>(c10::ScalarType::NumOptions))
+    return "";
+  const auto st = static_cast<c10::ScalarType>(scalar_type);
+  return std::string(c10::scalarTypeToTypeMeta(st).name());
+}
+
+DecodedDetails decode_details(std::string_view bytes) {
+  DecodedDetails out;
+  Reader r(bytes);
+  uint8_t n = kNotCaptured;
+  if (!r.get(&n)) return out;
+  if (n != kNotCaptured) {
+    out.has_inputs = true;
+    for (uint8_t i = 0; i < n; ++i) {
+      uint8_t kind;
+      if (!r.get(&kind)) return out;
+      OpInput in;
+      in.kind = static_cast<OpInput::Kind>(kind);
+      switch (in.kind) {
+        case OpInput::Kind::Tensor: {
+          int8_t dtype;
+          uint8_t ndim, has_strides;
+          if (!r.get(&dtype) || !r.get(&ndim) || !r.get(&has_strides)) return out;
+          if (!read_dims(r, ndim, &in.sizes)) return out;
+          if (has_strides && !read_dims(r, ndim, &in.strides)) return out;
+          in.dtype = dtype_name(dtype);
+          break;
+        }
+        case OpInput::Kind::TensorList: {
+          uint16_t count;
+          if (!r.get(&count)) return out;
+          for (uint16_t k = 0; k < count; ++k) {
+            int8_t dtype;
+            uint8_t ndim;
+            if (!r.get(&dtype) || !r.get(&ndim)) return out;
+            std::vector<int64_t> sizes;
+            if (!read_dims(r, ndim, &sizes)) return out;
+            in.list_sizes.push_back(std::move(sizes));
+          }
+          in.dtype = "TensorList";
+          break;
+        }
+        case OpInput::Kind::Scalar: {
+          uint8_t tag;
+          char raw[8];
+          if (!r.get(&tag) || !r.get(&raw)) return out;
+          in.concrete = format_number(tag, raw, &in.scalar);
+          in.dtype = "Scalar";
+          break;
+        }
+        case OpInput::Kind::ScalarList: {
+          uint8_t tag;
+          uint16_t count;
+          if (!r.get(&tag) || !r.get(&count)) return out;
+          std::string text = "[";
+          for (uint16_t k = 0; k < count; ++k) {
+            char raw[8];
+            if (!r.get(&raw)) return out;
+            double d;
+            text += (k ? ", " : "") + format_number(tag, raw, &d);
+            in.sizes.push_back(static_cast<int64_t>(d));
+          }
+          in.concrete = text + "]";
+          in.dtype = "ScalarList";
+          break;
+        }
+        case OpInput::Kind::None:
+        case OpInput::Kind::Other:
+          break;
+      }
+      out.inputs.push_back(std::move(in));
+    }
+  }
+  uint8_t depth = 0, truncated = 0;
+  if (!r.get(&depth) || !r.get(&truncated)) return out;
+  out.stack_truncated = truncated != 0;
+  for (uint8_t i = 0; i < depth; ++i) {
+    uint64_t a;
+    if (!r.get(&a)) break;
+    out.stack.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace ptprof::detail

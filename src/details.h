@@ -1,0 +1,72 @@
+// details.h: the compact byte format of an op's details (inputs for record_shapes/with_flops,
+// native stack for with_stack), written on the hot path into a per-thread arena and decoded
+// when the trace is built.
+//
+//   u8 n_inputs (kNotCaptured: none), then per input:
+//     u8 kind (OpInput::Kind)
+//     Tensor:     u8 dtype (c10::ScalarType), u8 ndim, u8 has_strides, i64 sizes[ndim],
+//                 i64 strides[ndim] if has_strides
+//     TensorList: u16 n, then per element: u8 dtype, u8 ndim, i64 sizes[ndim]
+//     Scalar:     u8 tag (0 int, 1 double, 2 bool), 8 bytes (i64 or double)
+//     ScalarList: u8 tag, u16 n, n * 8 bytes
+//     None/Other: nothing
+//   u8 stack depth (0: none), u8 truncated, u64 addresses[depth] (innermost first)
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "ptprof/event.h"
+
+namespace ptprof::detail {
+
+constexpr uint8_t kNotCaptured = 0xFF;
+constexpr int kMaxInputs = 64;
+constexpr int kMaxDims = 16;
+constexpr int kMaxListItems = 64;
+constexpr std::size_t kMaxDetailBytes = 16384;
+
+// Appends to a fixed buffer; once anything does not fit, the whole record is marked failed.
+class DetailWriter {
+ public:
+  DetailWriter(char* buf, std::size_t cap) : buf_(buf), cap_(cap) {}
+  template <typename T>
+  void put(T v) {
+    if (n_ + sizeof(T) > cap_) {
+      ok_ = false;
+      return;
+    }
+    std::memcpy(buf_ + n_, &v, sizeof(T));
+    n_ += sizeof(T);
+  }
+  // Overwrites a u8/u16 written earlier at `at` (counts known only afterwards).
+  template <typename T>
+  void patch(std::size_t at, T v) {
+    if (at + sizeof(T) <= n_) std::memcpy(buf_ + at, &v, sizeof(T));
+  }
+  std::size_t size() const { return n_; }
+  bool ok() const { return ok_; }
+
+ private:
+  char* buf_;
+  std::size_t cap_;
+  std::size_t n_ = 0;
+  bool ok_ = true;
+};
+
+struct DecodedDetails {
+  bool has_inputs = false;
+  std::vector<OpInput> inputs;
+  std::vector<uint64_t> stack;  // innermost first
+  bool stack_truncated = false;
+};
+
+// Decodes one record's details; malformed bytes decode as far as they are valid.
+DecodedDetails decode_details(std::string_view bytes);
+
+// PyTorch's name of a dtype in "Input type" (c10 TypeMeta names: "float", "long int", ...).
+std::string dtype_name(int8_t scalar_type);
+
+}  // namespace ptprof::detail

@@ -1,0 +1,258 @@
+// scripts/gpu-check's parts that need no GPU: argument handling and the verification of a
+// trace, on synthetic ptprof traces (CPU ops + correlated GPU events) and Kineto-like ones.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "clock.h"
+#include "cupti_test_util.h"
+#include "gpu/cupti_correlator.h"
+#include "gpu/cupti_decode.h"
+
+namespace ptprof::detail {
+namespace {
+
+using json = nlohmann::json;
+
+const std::string kScript = std::string(PTPROF_SOURCE_DIR) + "/scripts/gpu-check";
+
+int run(const std::string& args) {
+  const std::string cmd = "bash " + kScript + " " + args + " > /dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+json read_json(const std::string& path) {
+  std::ifstream f(path);
+  return json::parse(f);
+}
+
+void write_json(const std::string& path, const json& j) {
+  std::ofstream(path) << j.dump(1);
+}
+
+class GpuCheckScript : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "gpu_check_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::system(("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'").c_str());
+  }
+
+  // A window of two steps: ops launching a kernel each, through the real decoder/correlator.
+  // `skew_us` moves the second kernel's start relative to its launch.
+  json ptprof_trace(int64_t skew_us = 100) {
+    Trace t;
+    const int64_t offset = measure_unix_offset_ns();
+    const int64_t start = now_ns();
+    auto at = [&](int64_t us) { return static_cast<uint64_t>(start + us * 1000); };
+    t.pid = 4242;
+    t.process_name = "train";
+    t.window_start_ns = start + offset;
+    t.window_end_ns = start + 5000000 + offset;
+    t.devices.push_back(test::h100(0).props);
+    t.metadata["cupti_version"] = "130001";
+    t.metadata["cuda_runtime_version"] = "13000";
+    t.metadata["cuda_driver_version"] = "13010";
+    t.metadata["ptprof_gpu_clock"] = "\"cupti_timestamp_callback\"";
+    auto op = [&](const char* name, uint64_t id, int64_t s, int64_t e, EventKind k) {
+      Event ev;
+      ev.kind = k;
+      ev.name = t.intern(name);
+      ev.start_ns = start + s * 1000 + offset;
+      ev.duration_ns = (e - s) * 1000;
+      ev.pid = 4242;
+      ev.tid = 100;
+      ev.external_id = id;
+      t.events.push_back(ev);
+    };
+    op("ProfilerStep#1", 1, 0, 1000, EventKind::UserAnnotation);
+    op("forward", 6, 5, 500, EventKind::UserAnnotation);
+    op("aten::mm", 2, 10, 100, EventKind::CpuOp);
+    op("aten::relu", 3, 200, 300, EventKind::CpuOp);
+    op("ProfilerStep#2", 4, 1000, 2000, EventKind::UserAnnotation);
+    op("aten::mm", 5, 1010, 1100, EventKind::CpuOp);
+    ActivityDecoder dec(t, {test::h100(0)}, [](CUpti_CallbackDomain d, uint32_t c) {
+      return real_cupti_api().callback_name(d, c);
+    });
+    Correlator cor;
+    auto feed = [&](const auto& r) {
+      DecodedActivity a;
+      ExternalCorrelationRecord x;
+      switch (dec.decode(reinterpret_cast<const CUpti_Activity&>(r), &a, &x)) {
+        case RecordRole::Activity:
+          cor.add(a);
+          break;
+        case RecordRole::ExternalCorrelation:
+          cor.add_external(x);
+          break;
+        case RecordRole::Skipped:
+          break;
+      }
+    };
+    const CUpti_CallbackId launch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+    const struct {
+      uint32_t corr;
+      uint64_t op;
+      int64_t launch_us;
+      const char* kernel;
+    } launches[] = {{10, 2, 20, "_Z4gemmv"}, {11, 3, 210, "_Z4reluv"}, {12, 5, 1020, "_Z4gemmv"}};
+    for (const auto& l : launches) {
+      feed(test::ext_record(l.corr, l.op));
+      feed(test::api_record(false, launch, l.corr, at(l.launch_us), at(l.launch_us + 5), 0xA1));
+      const int64_t k = l.launch_us + (l.corr == 11 ? skew_us : 100);
+      feed(test::kernel_record(l.kernel, l.corr, at(k), at(k + 30)));
+    }
+    CorrelationWindow w;
+    w.start_ns = start;
+    w.end_ns = start + 5000000;
+    w.unix_offset_ns = offset;
+    cor.finish(w, {{0xA1, 100}}, t);
+    t.rebuild_tree();
+    return json::parse(t.to_json());
+  }
+
+  json run_json(bool conflict_named = true) {
+    return json{{"steps", 2},
+                {"baseline_step_ms", 10.0},
+                {"ptprof_step_ms", 10.5},
+                {"kineto_step_ms", 11.0},
+                {"ptprof_errors", json::array()},
+                {"ptprof_warnings", json::array()},
+                {"conflict_warnings",
+                 {conflict_named ? "CUDA activity could not be enabled: CUPTI is in use by "
+                                   "libtorch's own profiler (...); recording CPU activity only"
+                                 : "something else"}},
+                {"conflict_cpu_events", 40},
+                {"conflict_gpu_events", 0},
+                {"after_kineto_warnings", json::array()},
+                {"after_kineto_kernels", 3}};
+  }
+
+  std::string dir_;
+};
+
+TEST_F(GpuCheckScript, UsageErrors) {
+  EXPECT_EQ(run(""), 2);
+  EXPECT_EQ(run("--help"), 0);
+  EXPECT_EQ(run("--bogus " + dir_), 2);
+  EXPECT_EQ(run("a b"), 2);
+  EXPECT_EQ(run("--verify-only"), 2);
+  EXPECT_EQ(run("--verify-only " + dir_ + "/missing.json " + dir_), 2);
+  write_json(dir_ + "/t.json", ptprof_trace());
+  EXPECT_EQ(run("--verify-only " + dir_ + "/t.json"), 2);                   // no OUTDIR
+  EXPECT_EQ(run("--verify-only " + dir_ + "/t.json --kineto " + dir_), 2);  // no OUTDIR after it
+  write_json(dir_ + "/array.json", json::array());
+  EXPECT_EQ(run("--verify-only " + dir_ + "/array.json " + dir_), 2);  // not a trace object
+}
+
+TEST_F(GpuCheckScript, VerifiesACorrelatedTraceAgainstKineto) {
+  const json trace = ptprof_trace();
+  write_json(dir_ + "/ptprof.json", trace);
+  // libtorch's profiler's view of the same steps: same kernels under the same op names (its
+  // own ids: here shifted).
+  json kineto = trace;
+  for (json& e : kineto["traceEvents"]) {
+    if (e.contains("args") && e["args"].contains("External id"))
+      e["args"]["External id"] = e["args"]["External id"].get<int64_t>() + 1000;
+  }
+  write_json(dir_ + "/kineto.json", kineto);
+  write_json(dir_ + "/run.json", run_json());
+  ASSERT_EQ(run("--verify-only " + dir_ + "/ptprof.json --kineto " + dir_ + "/kineto.json --run " +
+                dir_ + "/run.json " + dir_ + "/out"),
+            0);
+  const json f = read_json(dir_ + "/out/gpu-check.json");
+  EXPECT_EQ(f["passed"], true);
+  EXPECT_EQ(f["kernels_seen"], 3);
+  EXPECT_EQ(f["kineto_kernels_seen"], 3);
+  EXPECT_EQ(f["kernels_correlated_pct"], 100.0);
+  EXPECT_EQ(f["kernels_with_launch_pct"], 100.0);
+  EXPECT_EQ(f["kernels_with_op_pct"], 100.0);
+  EXPECT_EQ(f["kernels_before_launch"], 0);
+  EXPECT_EQ(f["calls_outside_their_op"], 0);
+  EXPECT_EQ(f["per_op_kernel_counts"], (json{{"aten::mm", 2}, {"aten::relu", 1}}));
+  EXPECT_TRUE(f["per_op_mismatches"].empty());
+  EXPECT_EQ(f["gpu_user_annotations"], 1);  // "forward"; ProfilerStep#N get none
+  EXPECT_EQ(f["devices"], json::array({"NVIDIA H100 80GB HBM3"}));
+  EXPECT_EQ(f["cupti_version"], 130001);
+  EXPECT_DOUBLE_EQ(f["ptprof_overhead_pct"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(f["kineto_overhead_pct"].get<double>(), 10.0);
+  EXPECT_TRUE(f["failures"].empty());
+}
+
+TEST_F(GpuCheckScript, FlagsAKernelBeforeItsLaunch) {
+  write_json(dir_ + "/ptprof.json", ptprof_trace(/*skew_us=*/-3));
+  EXPECT_EQ(run("--verify-only " + dir_ + "/ptprof.json " + dir_), 1);
+  const json f = read_json(dir_ + "/gpu-check.json");
+  EXPECT_EQ(f["passed"], false);
+  EXPECT_EQ(f["kernels_before_launch"], 1);
+  ASSERT_EQ(f["failures"].size(), 1u);
+  EXPECT_EQ(f["failures"][0]["check"], "kernel_after_launch");
+}
+
+TEST_F(GpuCheckScript, FlagsKernelsWithoutLaunchOrOp) {
+  json trace = ptprof_trace();
+  for (json& e : trace["traceEvents"]) {
+    if (e.value("cat", "") == "kernel" && e["args"]["correlation"] == 11) {
+      e["args"].erase("External id");
+      e["args"]["correlation"] = 999;
+    }
+  }
+  write_json(dir_ + "/ptprof.json", trace);
+  EXPECT_EQ(run("--verify-only " + dir_ + "/ptprof.json " + dir_), 1);
+  const json f = read_json(dir_ + "/gpu-check.json");
+  std::set<std::string> checks;
+  for (const json& x : f["failures"]) checks.insert(x["check"]);
+  EXPECT_EQ(checks, (std::set<std::string>{"kernel_launch", "kernel_op"}));
+  EXPECT_NEAR(f["kernels_correlated_pct"].get<double>(), 66.667, 0.001);
+}
+
+TEST_F(GpuCheckScript, FlagsCountsThatDifferFromKineto) {
+  const json trace = ptprof_trace();
+  write_json(dir_ + "/ptprof.json", trace);
+  json kineto = trace;
+  json& events = kineto["traceEvents"];
+  for (auto it = events.begin(); it != events.end(); ++it) {
+    if (it->value("cat", "") == "kernel" && (*it)["args"]["correlation"] == 12) {
+      events.erase(it);
+      break;
+    }
+  }
+  write_json(dir_ + "/kineto.json", kineto);
+  EXPECT_EQ(run("--verify-only " + dir_ + "/ptprof.json --kineto " + dir_ + "/kineto.json " + dir_),
+            1);
+  const json f = read_json(dir_ + "/gpu-check.json");
+  EXPECT_EQ(f["per_op_mismatches"], (json{{"aten::mm", {{"kineto", 1}, {"ptprof", 2}}}}));
+  std::set<std::string> checks;
+  for (const json& x : f["failures"]) checks.insert(x["check"]);
+  EXPECT_EQ(checks, (std::set<std::string>{"kineto_kernel_count", "kineto_per_op"}));
+}
+
+TEST_F(GpuCheckScript, FlagsAMissingConflictWarning) {
+  write_json(dir_ + "/ptprof.json", ptprof_trace());
+  write_json(dir_ + "/run.json", run_json(/*conflict_named=*/false));
+  EXPECT_EQ(run("--verify-only " + dir_ + "/ptprof.json --run " + dir_ + "/run.json " + dir_), 1);
+  const json f = read_json(dir_ + "/gpu-check.json");
+  ASSERT_EQ(f["failures"].size(), 1u);
+  EXPECT_EQ(f["failures"][0]["check"], "conflict_warning");
+}
+
+TEST_F(GpuCheckScript, FullRunWithoutAGpuSaysSo) {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (driver != nullptr) {
+    ::dlclose(driver);
+    GTEST_SKIP() << "a CUDA driver is here: the full check is scripts/gpu-check's own run";
+  }
+  // python3 without torch, or torch without a CUDA device: exit 3, nothing built.
+  EXPECT_EQ(run(dir_ + "/full"), 3);
+}
+
+}  // namespace
+}  // namespace ptprof::detail

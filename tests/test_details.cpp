@@ -1,0 +1,278 @@
+// record_shapes, profile_memory, with_stack, with_flops on real libtorch ops.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "test_util.h"
+
+namespace ptprof {
+namespace {
+
+std::shared_ptr<Trace> profile(Options o, const std::function<void()>& fn) {
+  std::shared_ptr<Trace> out;
+  o.on_trace_ready = {callback_handler([&](const Trace& t) { out = std::make_shared<Trace>(t); })};
+  {
+    ProfileSession s(o);
+    fn();
+  }
+  return out;
+}
+
+const Event* first(const Trace& t, const std::string& name) {
+  for (const Event& e : t.events)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+TEST(RecordShapes, InputsAsPyTorchWritesThem) {
+  Options o;
+  o.record_shapes = true;
+  auto a = torch::randn({8, 16});
+  auto w = torch::randn({16, 32});
+  auto bias = torch::randn({32});
+  auto t = profile(o, [&] {
+    torch::addmm(bias, a, w, /*beta=*/1, /*alpha=*/2);
+    a.add_(torch::ones({8, 16}), 0.5);
+  });
+  ASSERT_TRUE(t);
+  const Event* mm = first(*t, "aten::addmm");
+  ASSERT_NE(mm, nullptr);
+  ASSERT_GE(mm->inputs, 0);
+  const auto& in = t->op_inputs[mm->inputs];
+  ASSERT_EQ(in.size(), 5u);  // self, mat1, mat2, beta, alpha
+  EXPECT_EQ(in[0].sizes, (std::vector<int64_t>{32}));
+  EXPECT_EQ(in[1].sizes, (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(in[1].strides, (std::vector<int64_t>{16, 1}));
+  EXPECT_EQ(in[2].sizes, (std::vector<int64_t>{16, 32}));
+  EXPECT_EQ(in[1].dtype, "float");
+  EXPECT_EQ(in[3].dtype, "Scalar");
+  EXPECT_EQ(in[4].concrete, "2");
+
+  const auto j = nlohmann::json::parse(t->to_json());
+  bool seen = false;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("name", "") != "aten::addmm") continue;
+    seen = true;
+    const auto& args = e["args"];
+    EXPECT_EQ(args["Input Dims"], nlohmann::json::parse("[[32], [8, 16], [16, 32], [], []]"));
+    EXPECT_EQ(args["Input type"],
+              nlohmann::json::parse(R"(["float", "float", "float", "Scalar", "Scalar"])"));
+    EXPECT_EQ(args["Input Strides"][1], nlohmann::json::parse("[16, 1]"));
+    EXPECT_EQ(args["Concrete Inputs"], nlohmann::json::parse(R"(["", "", "", "1", "2"])"));
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(j["record_shapes"], 1);
+}
+
+TEST(RecordShapes, GroupByInputShape) {
+  Options o;
+  o.record_shapes = true;
+  auto t = profile(o, [] {
+    torch::mm(torch::ones({2, 3}), torch::ones({3, 4}));
+    torch::mm(torch::ones({2, 3}), torch::ones({3, 4}));
+    torch::mm(torch::ones({5, 3}), torch::ones({3, 4}));
+  });
+  const KeyAverages avg = t->key_averages(/*group_by_input_shape=*/true);
+  int mm_rows = 0;
+  for (const KeyAverage& r : avg.rows) {
+    if (r.key != "aten::mm") continue;
+    ++mm_rows;
+    if (r.input_shapes == "[[2, 3], [3, 4]]") EXPECT_EQ(r.count, 2);
+    else EXPECT_EQ(r.input_shapes, "[[5, 3], [3, 4]]");
+  }
+  EXPECT_EQ(mm_rows, 2);
+  EXPECT_NE(avg.table(SortBy::Count).find("Input Shapes"), std::string::npos);
+  EXPECT_EQ(t->key_averages(false).find("aten::mm")->count, 3);
+}
+
+TEST(RecordShapes, OffByDefaultAndNotInTrace) {
+  auto t = profile(Options{}, [] { torch::mm(torch::ones({2, 3}), torch::ones({3, 4})); });
+  EXPECT_EQ(first(*t, "aten::mm")->inputs, -1);
+  EXPECT_EQ(t->to_json().find("Input Dims"), std::string::npos);
+}
+
+TEST(ProfileMemory, AllocationsAndFreesAttributedToTheInnermostOp) {
+  Options o;
+  o.profile_memory = true;
+  auto t = profile(o, [] {
+    auto x = torch::empty({1024}, torch::kFloat);  // 4 KiB allocated inside aten::empty
+    x.fill_(1);
+  });  // freed when x dies, outside any op
+  ASSERT_TRUE(t);
+  ASSERT_GE(t->memory_events.size(), 2u);
+  const MemoryEvent* alloc = nullptr;
+  const MemoryEvent* free_ev = nullptr;
+  for (const MemoryEvent& m : t->memory_events) {
+    if (m.bytes == 4096 && !alloc) alloc = &m;
+    if (m.bytes == -4096 && alloc && m.address == alloc->address) free_ev = &m;
+  }
+  ASSERT_NE(alloc, nullptr);
+  ASSERT_NE(free_ev, nullptr);
+  EXPECT_EQ(alloc->device_type, 0);
+  EXPECT_EQ(alloc->device_index, -1);
+  EXPECT_GE(alloc->total_allocated, 4096);
+  ASSERT_GE(alloc->op, 0);
+  EXPECT_EQ(t->events[alloc->op].name, "aten::empty");
+  EXPECT_EQ(free_ev->op, -1);
+  for (std::size_t i = 1; i < t->memory_events.size(); ++i)
+    EXPECT_LE(t->memory_events[i - 1].time_ns, t->memory_events[i].time_ns);
+
+  const KeyAverages avg = t->key_averages();
+  EXPECT_TRUE(avg.has_memory);
+  EXPECT_EQ(avg.find("aten::empty")->self_cpu_memory_usage, 4096);
+  const std::string table = avg.table(SortBy::CpuMemoryUsage);
+  EXPECT_NE(table.find("Self CPU Mem"), std::string::npos);
+  EXPECT_NE(table.find("4.00 Kb"), std::string::npos) << table;
+
+  const auto j = nlohmann::json::parse(t->to_json());
+  int mem = 0;
+  double prev = -1;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("name", "") != "[memory]") continue;
+    ++mem;
+    EXPECT_EQ(e["ph"], "i");
+    EXPECT_EQ(e["cat"], "cpu_instant_event");
+    for (const char* k : {"Total Reserved", "Total Allocated", "Bytes", "Addr", "Device Id",
+                          "Device Type", "Ev Idx"})
+      EXPECT_TRUE(e["args"].contains(k)) << k;
+    EXPECT_GE(e["ts"].get<double>(), prev);
+    prev = e["ts"].get<double>();
+  }
+  EXPECT_EQ(mem, static_cast<int>(t->memory_events.size()));
+}
+
+TEST(ProfileMemory, ThreadStartedMidWindowIsAttributed) {
+  Options o;
+  o.profile_memory = true;
+  int64_t worker_tid = 0;
+  auto t = profile(o, [&] {
+    std::thread([&] {
+      worker_tid = static_cast<int64_t>(::gettid());
+      auto x = torch::ones({2048});
+      x.mul_(x);
+    }).join();
+  });
+  bool found = false;
+  for (const MemoryEvent& m : t->memory_events) {
+    if (m.tid != worker_tid || m.bytes != 8192) continue;
+    found = true;
+    ASSERT_GE(m.op, 0);
+    EXPECT_EQ(t->events[m.op].tid, worker_tid);
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(ProfileMemory, ReporterIsRemovedAtStop) {
+  Options o;
+  o.profile_memory = true;
+  profile(o, [] { torch::ones({4}); });
+  // libtorch's own profiler refuses to start while anything sits in the slot.
+  EXPECT_NO_THROW(test::libtorch_profiler_counts([] { torch::ones({4}); }));
+}
+
+__attribute__((noinline)) void ptprof_test_stack_marker() {
+  torch::ones({3}).add_(torch::ones({3}));
+}
+
+TEST(WithStack, OpsCarryTheirNativeCallers) {
+  Options o;
+  o.with_stack = true;
+  auto t = profile(o, [] { ptprof_test_stack_marker(); });
+  const Event* add = first(*t, "aten::add_");
+  ASSERT_NE(add, nullptr);
+  ASSERT_GE(add->stack, 0);
+  const auto& frames = t->stacks[add->stack];
+  ASSERT_FALSE(frames.empty());
+  const bool has_marker = std::any_of(frames.begin(), frames.end(), [](const std::string& f) {
+    return f.find("ptprof_test_stack_marker") != std::string::npos;
+  });
+  EXPECT_TRUE(has_marker);
+  for (const auto& f : frames) EXPECT_EQ(f.find("on_enter"), std::string::npos) << f;
+  const auto j = nlohmann::json::parse(t->to_json());
+  bool stack_arg = false;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("name", "") == "aten::add_" && e["args"].contains("Call stack"))
+      stack_arg = e["args"]["Call stack"].get<std::string>().find("ptprof_test_stack_marker") !=
+                  std::string::npos;
+  }
+  EXPECT_TRUE(stack_arg);
+}
+
+TEST(WithStack, DeepStacksAreCutAndMarked) {
+  Options o;
+  o.with_stack = true;
+  o.max_stack_depth = 3;
+  auto t = profile(o, [] { ptprof_test_stack_marker(); });
+  const Event* add = first(*t, "aten::add_");
+  ASSERT_GE(add->stack, 0);
+  const auto& frames = t->stacks[add->stack];
+  // At most the 3 innermost frames (less the RecordFunction frames ptprof drops), marked.
+  ASSERT_GE(frames.size(), 2u);
+  ASSERT_LE(frames.size(), 4u);
+  EXPECT_EQ(frames.front(), "<truncated>");
+}
+
+TEST(WithFlops, MatmulFlopsInTraceAndTable) {
+  Options o;
+  o.with_flops = true;
+  auto t = profile(o, [] { torch::mm(torch::ones({8, 16}), torch::ones({16, 32})); });
+  const Event* mm = first(*t, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ(mm->flops, 2u * 8 * 16 * 32);
+  EXPECT_EQ(mm->inputs, -1);  // shapes are captured for FLOPs, not written without record_shapes
+  const KeyAverages avg = t->key_averages();
+  EXPECT_EQ(avg.find("aten::mm")->flops, 8192u);
+  const std::string table = avg.table(SortBy::Flops);
+  EXPECT_NE(table.find("Total KFLOPs"), std::string::npos) << table;
+  EXPECT_NE(table.find("FLOP/s"), std::string::npos);
+  EXPECT_NE(t->to_json().find("\"flops\": 8192"), std::string::npos);
+}
+
+class AllCombinations : public ::testing::TestWithParam<int> {};
+
+TEST_P(AllCombinations, ProduceAValidTrace) {
+  const int bits = GetParam();
+  Options o;
+  o.record_shapes = bits & 1;
+  o.profile_memory = bits & 2;
+  o.with_stack = bits & 4;
+  o.with_flops = bits & 8;
+  o.schedule = Schedule{0, 1, 2, 1};
+  test::TempDir dir;
+  o.on_trace_ready = {tensorboard_trace_handler(dir.path(), "combo")};
+  test::Mlp model;
+  {
+    ProfileSession s(o);
+    for (int i = 0; i < 4; ++i) {
+      test::train_step(model);
+      s.step();
+    }
+    EXPECT_TRUE(s.stop().ok());
+  }
+  const auto files = dir.files();
+  ASSERT_EQ(files.size(), 1u);
+  const auto j = test::read_json_file(files[0]);
+  EXPECT_EQ(test::count_events(j, "aten::addmm"), 4);  // 2 layers x 2 active steps
+  EXPECT_EQ(test::count_events(j, "ProfilerStep#1"), 1);
+  const std::string text = j.dump();
+  EXPECT_EQ(text.find("Input Dims") != std::string::npos, o.record_shapes);
+  EXPECT_EQ(text.find("[memory]") != std::string::npos, o.profile_memory);
+  EXPECT_EQ(text.find("Call stack") != std::string::npos, o.with_stack);
+  EXPECT_EQ(text.find("\"flops\"") != std::string::npos, o.with_flops);
+}
+
+INSTANTIATE_TEST_SUITE_P(Options, AllCombinations, ::testing::Range(0, 16),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           const int b = info.param;
+                           std::string n;
+                           n += b & 1 ? "shapes_" : "";
+                           n += b & 2 ? "memory_" : "";
+                           n += b & 4 ? "stack_" : "";
+                           n += b & 8 ? "flops_" : "";
+                           return n.empty() ? std::string("none") : n.substr(0, n.size() - 1);
+                         });
+
+}  // namespace
+}  // namespace ptprof
