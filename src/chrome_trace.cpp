@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <mutex>
 #include <set>
 #include <utility>
 
@@ -380,6 +382,38 @@ bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Temporary files being written; removed by an exit hook if the process ends mid-write, so
+// nothing half-written is left behind (the renamed, final files are always complete).
+std::mutex& in_flight_mu() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+std::set<std::string>& in_flight() {
+  static auto* s = new std::set<std::string>();
+  return *s;
+}
+void remove_in_flight() {
+  std::lock_guard<std::mutex> lock(in_flight_mu());
+  for (const std::string& p : in_flight()) ::unlink(p.c_str());
+}
+
+class InFlight {
+ public:
+  explicit InFlight(std::string path) : path_(std::move(path)) {
+    static const bool registered = std::atexit(remove_in_flight) == 0;
+    (void)registered;
+    std::lock_guard<std::mutex> lock(in_flight_mu());
+    in_flight().insert(path_);
+  }
+  ~InFlight() {
+    std::lock_guard<std::mutex> lock(in_flight_mu());
+    in_flight().erase(path_);
+  }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::function<void(Sink&)>& body) {
@@ -390,6 +424,7 @@ void write_file_atomically(const std::string& path, const std::function<void(Sin
   // A hidden name that matches no viewer's file pattern (".json"/".gz" suffixes).
   const std::string tmp = (slash == std::string::npos ? std::string() : dir) + "." + base + "." +
                           std::to_string(::getpid()) + ".tmp";
+  InFlight guard(tmp);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw Error("ptprof: cannot create trace file " + path + ": " + errno_text(errno));
   try {

@@ -202,7 +202,8 @@ struct ThreadState {
   uint32_t cur_capacity = 0;  // slots claimed from the window budget
   uint64_t next_corr = 0;
   uint64_t corr_end = 0;
-  std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> dropped{0};         // ops and ranges not recorded
+  std::atomic<uint64_t> dropped_memory{0};  // memory events not recorded
   std::atomic<bool> exited{false};
   int64_t os_tid = 0;
   uint64_t logical_tid = 0;
@@ -639,7 +640,7 @@ void record_memory(void* ptr, int64_t bytes, std::size_t total_allocated,
   if (ts->seen_gen != g) ts->rotate(g);
   Slot* s = ts->next_slot();
   if (s == nullptr) {
-    ts->dropped.fetch_add(1, std::memory_order_relaxed);
+    ts->dropped_memory.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   s->start = t;
@@ -742,7 +743,10 @@ void Recorder::begin_window(std::size_t max_event_bytes) {
   g_recording.store(true, std::memory_order_release);
   // Reset the calling thread's counters of the new window right away.
   std::lock_guard<std::mutex> lock(registry().mu);
-  for (ThreadState* ts : registry().threads) ts->dropped.store(0, std::memory_order_relaxed);
+  for (ThreadState* ts : registry().threads) {
+    ts->dropped.store(0, std::memory_order_relaxed);
+    ts->dropped_memory.store(0, std::memory_order_relaxed);
+  }
 }
 
 void Recorder::discard_window() { g_gen.fetch_add(1, std::memory_order_acq_rel); }
@@ -755,6 +759,7 @@ Collected Recorder::end_window() {
     auto& threads = registry().threads;
     for (ThreadState* ts : threads) {
       out.dropped += ts->dropped.exchange(0, std::memory_order_relaxed);
+      out.dropped_memory += ts->dropped_memory.exchange(0, std::memory_order_relaxed);
       Half& h = ts->halves[g & 1];
       if (h.gen.load(std::memory_order_acquire) != g) continue;
       const uint32_t n = h.size.load(std::memory_order_acquire);

@@ -63,7 +63,8 @@ struct Collected {
   TickConverter clock;  // ticks of the records -> CLOCK_MONOTONIC ns
   std::vector<CollectedThread> threads;
   std::vector<std::string> names;  // by name_id (every name interned so far)
-  uint64_t dropped = 0;
+  uint64_t dropped = 0;         // ops and ranges
+  uint64_t dropped_memory = 0;  // memory events
 };
 
 // Hooks for the GPU side: push/pop a CPU op's id as CUPTI external correlation.

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include <ATen/record_function.h>
@@ -65,7 +67,10 @@ class SessionImpl {
     try {
       for (Activity a : opts_.activities) want_cuda_ |= a == Activity::CUDA;
       if (want_cuda_) {
-        gpu_ = detail::make_gpu_backend(detail::GpuOptions{});
+        detail::GpuOptions gpu_opts;
+        gpu_opts.buffer_size_bytes = opts_.gpu_buffer_bytes;
+        gpu_opts.max_buffer_bytes = opts_.max_gpu_buffer_bytes;
+        gpu_ = detail::make_gpu_backend(gpu_opts);
         gpu_reason_ = gpu_->unavailable_reason();
         if (!gpu_reason_.empty()) {
           report_warning("CUDA activity requested but not available: " + gpu_reason_ +
@@ -123,6 +128,7 @@ class SessionImpl {
         report_error("stop() failed with an unknown exception");
       }
       teardown();
+      drain_writer(/*quit=*/true);
       g_session_active.store(false);
     }
     return status_;
@@ -134,6 +140,10 @@ class SessionImpl {
   const Trace* last_trace() const { return last_trace_.get(); }
   Status status() const {
     std::lock_guard<std::recursive_mutex> lock(mu_);
+    {
+      std::lock_guard<std::mutex> wlock(writer_mu_);
+      collect_writer_errors_locked();
+    }
     return status_;
   }
 
@@ -149,6 +159,12 @@ class SessionImpl {
     if (opts_.max_event_memory_bytes < (std::size_t{1} << 20))
       throw Error("ptprof: Options.max_event_memory_bytes must be >= 1 MiB (got " +
                   std::to_string(opts_.max_event_memory_bytes) + ")");
+    if (opts_.gpu_buffer_bytes < (std::size_t{64} << 10) || opts_.gpu_buffer_bytes % 8 != 0)
+      throw Error("ptprof: Options.gpu_buffer_bytes must be a multiple of 8 and >= 64 KiB (got " +
+                  std::to_string(opts_.gpu_buffer_bytes) + ")");
+    if (opts_.max_gpu_buffer_bytes < opts_.gpu_buffer_bytes)
+      throw Error("ptprof: Options.max_gpu_buffer_bytes must be >= Options.gpu_buffer_bytes (got " +
+                  std::to_string(opts_.max_gpu_buffer_bytes) + ")");
     if (opts_.max_stack_depth < 1 || opts_.max_stack_depth > 250)
       throw Error("ptprof: Options.max_stack_depth must be in [1, 250] (got " +
                   std::to_string(opts_.max_stack_depth) + ")");
@@ -243,15 +259,76 @@ class SessionImpl {
     trace->attribute_memory();
     last_trace_ = trace;
     ++window_index_;
+    if (opts_.on_trace_ready.empty()) return;
+    if (!opts_.write_in_background) {
+      for (auto& e : run_handlers(*trace)) report_error(e);
+      return;
+    }
+    std::unique_lock<std::mutex> lock(writer_mu_);
+    if (!writer_.joinable()) writer_ = std::thread([this] { writer_loop(); });
+    // Back-pressure: one window may wait; a second waits for the first to be written, which
+    // bounds memory however slow the disk is.
+    writer_cv_.wait(lock, [this] { return pending_ == nullptr; });
+    pending_ = std::move(trace);
+    writer_cv_.notify_all();
+  }
+
+  // Runs every handler on `trace`; returns the failures, each naming the handler and reason.
+  std::vector<std::string> run_handlers(const Trace& trace) {
+    std::vector<std::string> errors;
     for (std::size_t i = 0; i < opts_.on_trace_ready.size(); ++i) {
       try {
-        opts_.on_trace_ready[i]->handle(*trace);
+        opts_.on_trace_ready[i]->handle(trace);
       } catch (const std::exception& e) {
-        report_error(std::string("trace handler ") + std::to_string(i) + " failed: " + e.what());
+        errors.push_back(std::string("trace handler ") + std::to_string(i) + " failed: " + e.what());
       } catch (...) {
-        report_error("trace handler " + std::to_string(i) + " failed with an unknown exception");
+        errors.push_back("trace handler " + std::to_string(i) + " failed with an unknown exception");
       }
     }
+    return errors;
+  }
+
+  void writer_loop() {
+    std::unique_lock<std::mutex> lock(writer_mu_);
+    for (;;) {
+      writer_cv_.wait(lock, [this] { return pending_ != nullptr || writer_quit_; });
+      if (!pending_) return;  // quit with nothing left to write
+      std::shared_ptr<Trace> trace = std::move(pending_);
+      pending_ = nullptr;
+      writing_ = true;
+      writer_cv_.notify_all();
+      lock.unlock();
+      std::vector<std::string> errors = run_handlers(*trace);
+      trace.reset();  // the window's memory goes as soon as it is written
+      lock.lock();
+      for (auto& e : errors) writer_errors_.push_back(std::move(e));
+      writing_ = false;
+      writer_cv_.notify_all();
+    }
+  }
+
+  // Waits until every handed-over window is written; with `quit`, ends the writer thread.
+  void drain_writer(bool quit) {
+    std::unique_lock<std::mutex> lock(writer_mu_);
+    if (writer_.joinable()) {
+      writer_cv_.wait(lock, [this] { return pending_ == nullptr && !writing_; });
+      if (quit) {
+        writer_quit_ = true;
+        writer_cv_.notify_all();
+        lock.unlock();
+        writer_.join();
+        lock.lock();
+      }
+    }
+    collect_writer_errors_locked();
+  }
+
+  void collect_writer_errors_locked() const {
+    for (auto& e : writer_errors_) {
+      std::fprintf(stderr, "[ptprof] error: %s\n", e.c_str());
+      status_.errors.push_back(std::move(e));
+    }
+    writer_errors_.clear();
   }
 
   void build_trace(const detail::Collected& c, int64_t end, Trace& t) {
@@ -262,12 +339,20 @@ class SessionImpl {
     t.window_end_ns = end + unix_offset_ns_;
     t.window_index = window_index_;
     t.steps = window_steps_;
-    t.dropped_events = c.dropped;
-    if (c.dropped > 0) {
-      t.metadata["ptprof_dropped_events"] = std::to_string(c.dropped);
-      report_warning(std::to_string(c.dropped) +
-                     " events were dropped: the window outgrew Options.max_event_memory_bytes (" +
-                     std::to_string(opts_.max_event_memory_bytes) + ")");
+    t.dropped_events = c.dropped + c.dropped_memory;
+    if (t.dropped_events > 0) {
+      t.dropped_by_kind = {{"cpu_op", c.dropped}, {"memory", c.dropped_memory}};
+      t.metadata["ptprof_dropped_events"] = "{\"cpu_op\": " + std::to_string(c.dropped) +
+                                            ", \"memory\": " + std::to_string(c.dropped_memory) +
+                                            "}";
+      if (!warned_drops_) {
+        warned_drops_ = true;
+        report_warning(std::to_string(t.dropped_events) + " events of window " +
+                       std::to_string(window_index_) +
+                       " were dropped: it outgrew Options.max_event_memory_bytes (" +
+                       std::to_string(opts_.max_event_memory_bytes) +
+                       " bytes); each trace's metadata has its count (ptprof_dropped_events)");
+      }
     }
     if (want_cuda_ && !gpu_) {
       t.gpu_unavailable_reason = gpu_reason_;
@@ -413,7 +498,17 @@ class SessionImpl {
   std::vector<int64_t> window_steps_;
   std::unique_ptr<at::RecordFunction> step_rf_;
   std::shared_ptr<Trace> last_trace_;
-  Status status_;
+  mutable Status status_;  // const status() merges the writer's errors into it
+  bool warned_drops_ = false;
+
+  // The background writer (Options::write_in_background).
+  std::thread writer_;
+  mutable std::mutex writer_mu_;
+  std::condition_variable writer_cv_;
+  std::shared_ptr<Trace> pending_;  // a finished window waiting to be written
+  bool writing_ = false;
+  bool writer_quit_ = false;
+  mutable std::vector<std::string> writer_errors_;
 };
 
 ProfileSession::ProfileSession(Options options)

@@ -40,8 +40,18 @@ struct Options {
   std::string worker_name;
 
   // Upper bound on host memory for recorded CPU events of one window. When a window
-  // outgrows it, new events are dropped and counted (see Trace::dropped_events).
+  // outgrows it, new events are dropped and counted (see Trace::dropped_events), and the
+  // session warns once.
   std::size_t max_event_memory_bytes = std::size_t{1} << 30;
+
+  // CUPTI activity buffers: size of each, and the cap on all of them together. Records CUPTI
+  // cannot place are dropped, counted, and reported.
+  std::size_t gpu_buffer_bytes = std::size_t{4} << 20;
+  std::size_t max_gpu_buffer_bytes = std::size_t{128} << 20;
+
+  // Run trace handlers on a ptprof thread, so writing a large trace does not stall step().
+  // At most one finished window waits to be written; stop() waits for all of them.
+  bool write_in_background = true;
 };
 
 }  // namespace ptprof

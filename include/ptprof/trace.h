@@ -62,8 +62,10 @@ class Trace {
   int64_t window_index = 0;  // 0 for the first saved window of the session
   std::vector<int64_t> steps;  // step numbers recorded in this window
 
-  // Events that could not be recorded (memory budget), by kind of loss.
+  // Events that could not be recorded (memory budget): in all, and by kind ("cpu_op" for ops
+  // and ranges, "memory" for [memory] events).
   uint64_t dropped_events = 0;
+  std::map<std::string, uint64_t> dropped_by_kind;
   // Top-level keys written into the trace as-is; each value must be valid JSON text.
   std::map<std::string, std::string> metadata;
   // Why GPU data is absent, when CUDA was asked for and could not be collected.
