@@ -7,10 +7,12 @@
 // configurations are interleaved and repeated, and the median of the repetitions is kept, so
 // machine noise hits all of them alike. "added" = configuration minus the no-profiler baseline.
 #include <malloc.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -25,7 +27,13 @@
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
+#include "clock.h"
 #include "json_writer.h"
+#include "recorder.h"
+#ifdef PTPROF_HAVE_CUPTI
+#include "gpu/cupti_api.h"
+#include "gpu/cupti_backend.h"
+#endif
 #include "ptprof/ptprof.h"
 
 namespace {
@@ -38,6 +46,91 @@ double run_ops(int64_t n, at::Tensor& a, const at::Tensor& b) {
   const auto t1 = Clock::now();
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
 }
+
+// Out-of-place: each op allocates and frees its result, which is what profile_memory sees.
+double run_alloc_ops(int64_t n, const at::Tensor& a, const at::Tensor& b) {
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < n; ++i) at::add(a, b);
+  const auto t1 = Clock::now();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+}
+
+#ifdef PTPROF_HAVE_CUPTI
+// CUPTI behind the seam, answering like a healthy one-GPU machine without doing anything, so
+// only ptprof's own correlation path (hooks, per-thread registration, the seam's virtual
+// calls) is measured.
+class StubCupti final : public ptprof::detail::CuptiApi {
+ public:
+  std::string driver_problem() override { return ""; }
+  CUptiResult get_version(uint32_t* v) override {
+    *v = CUPTI_API_VERSION;
+    return CUPTI_SUCCESS;
+  }
+  std::string result_string(CUptiResult) override { return "stub"; }
+  cudaError_t device_count(int* n) override {
+    *n = 1;
+    return cudaSuccess;
+  }
+  std::string cuda_error_string(cudaError_t) override { return "stub"; }
+  cudaError_t device_info(int device, ptprof::detail::GpuDeviceInfo* info) override {
+    info->props.id = device;
+    info->props.name = "stub";
+    info->props.num_sms = 132;
+    info->props.warp_size = 32;
+    info->props.max_threads_per_multiprocessor = 2048;
+    info->props.max_threads_per_block = 1024;
+    info->props.regs_per_multiprocessor = 65536;
+    info->props.regs_per_block = 65536;
+    info->props.shared_mem_per_multiprocessor = 233472;
+    info->props.shared_mem_per_block = 49152;
+    return cudaSuccess;
+  }
+  int runtime_version() override { return 13000; }
+  int driver_version() override { return 13000; }
+  cudaError_t synchronize_device(int) override { return cudaSuccess; }
+  bool torch_profiler_active() override { return false; }
+  CUptiResult probe_subscriber(std::string*) override { return CUPTI_SUCCESS; }
+  CUptiResult register_timestamp_callback(CUpti_TimestampCallbackFunc) override {
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult get_timestamp(uint64_t* t) override {
+    *t = static_cast<uint64_t>(ptprof::detail::now_ns());
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc,
+                                 CUpti_BuffersCallbackCompleteFunc) override {
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult enable_kind(CUpti_ActivityKind) override { return CUPTI_SUCCESS; }
+  CUptiResult disable_kind(CUpti_ActivityKind) override { return CUPTI_SUCCESS; }
+  CUptiResult enable_api_record(CUpti_CallbackDomain, CUpti_CallbackId, bool) override {
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult enable_cuda_event_device_timestamps(bool) override { return CUPTI_SUCCESS; }
+  CUptiResult flush_all(uint32_t) override { return CUPTI_SUCCESS; }
+  CUptiResult get_next_record(uint8_t*, std::size_t, CUpti_Activity**) override {
+    return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  }
+  CUptiResult get_num_dropped(std::size_t* d) override {
+    *d = 0;
+    return CUPTI_SUCCESS;
+  }
+  const char* callback_name(CUpti_CallbackDomain, uint32_t) override { return nullptr; }
+  CUptiResult push_external_id(uint64_t id) override {
+    last_ = id;
+    ++depth_;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult pop_external_id() override {
+    --depth_;
+    return CUPTI_SUCCESS;
+  }
+
+ private:
+  std::atomic<uint64_t> last_{0};
+  std::atomic<int64_t> depth_{0};
+};
+#endif
 
 std::unique_ptr<at::ObserverContext> empty_start(const at::RecordFunction&) { return nullptr; }
 void empty_end(const at::RecordFunction&, at::ObserverContext*) {}
@@ -93,19 +186,23 @@ int main(int argc, char** argv) {
                   },
                   [&] { at::removeCallback(handle); }};
   };
-  auto ptprof_cfg = [&](bool shapes) {
-    return Config{shapes ? "ptprof_shapes" : "ptprof",
-                  [&, shapes] {
+  auto ptprof_with = [&](const char* name, std::function<void(ptprof::Options&)> set) {
+    return Config{name,
+                  [&, set] {
                     ptprof::Options o;
-                    o.record_shapes = shapes;
+                    set(o);
                     session = std::make_unique<ptprof::ProfileSession>(o);
                   },
                   [&] { session.reset(); }};
   };
-  auto libtorch_cfg = [&](bool shapes) {
-    return Config{shapes ? "libtorch_shapes" : "libtorch",
-                  [shapes] {
-                    const tpi::ProfilerConfig cfg(tpi::ProfilerState::KINETO, shapes);
+  auto ptprof_cfg = [&](bool shapes) {
+    return ptprof_with(shapes ? "ptprof_shapes" : "ptprof",
+                       [shapes](ptprof::Options& o) { o.record_shapes = shapes; });
+  };
+  auto libtorch_cfg = [&](bool shapes, bool memory = false) {
+    return Config{memory ? "libtorch_memory" : shapes ? "libtorch_shapes" : "libtorch",
+                  [shapes, memory] {
+                    const tpi::ProfilerConfig cfg(tpi::ProfilerState::KINETO, shapes, memory);
                     const std::set<tpi::ActivityType> act{tpi::ActivityType::CPU};
                     tap::prepareProfiler(cfg, act);
                     tap::enableProfiler(cfg, act);
@@ -126,6 +223,34 @@ int main(int argc, char** argv) {
   if (shapes_supported) configs.push_back(ptprof_cfg(true));
   configs.push_back(libtorch_cfg(true));
 
+  configs.push_back(ptprof_with("ptprof_stack", [](ptprof::Options& o) { o.with_stack = true; }));
+  configs.push_back(ptprof_with("ptprof_flops", [](ptprof::Options& o) { o.with_flops = true; }));
+#ifdef PTPROF_HAVE_CUPTI
+  // ptprof CPU plus the GPU correlation hooks of the CUPTI backend over the stub.
+  StubCupti stub;
+  auto gpu = ptprof::detail::make_cupti_backend(ptprof::detail::GpuOptions{}, stub);
+  std::string gpu_error;
+  const bool gpu_ok = gpu->enable(&gpu_error);
+  if (!gpu_ok) std::fprintf(stderr, "stub CUPTI backend did not enable: %s\n", gpu_error.c_str());
+  if (gpu_ok) {
+    configs.push_back(Config{"ptprof_gpu_correlation",
+                             [&] {
+                               session = std::make_unique<ptprof::ProfileSession>();
+                               ptprof::detail::Recorder::get().set_correlation_hooks(
+                                   gpu->push_hook(), gpu->pop_hook());
+                             },
+                             [&] { session.reset(); }});
+  }
+#endif
+  // Allocating ops, for profile_memory against libtorch's.
+  std::vector<Config> alloc_configs = {
+      Config{"alloc_baseline", [] {}, [] {}},
+      ptprof_with("alloc_ptprof", [](ptprof::Options&) {}),
+      ptprof_with("alloc_ptprof_memory", [](ptprof::Options& o) { o.profile_memory = true; }),
+      libtorch_cfg(false), libtorch_cfg(false, true)};
+  alloc_configs[3].name = "alloc_libtorch";
+  alloc_configs[4].name = "alloc_libtorch_memory";
+
   std::map<std::string, std::vector<double>> samples;
   for (int r = 0; r < reps; ++r) {
     for (Config& c : configs) {
@@ -133,10 +258,29 @@ int main(int argc, char** argv) {
       samples[c.name].push_back(run_ops(ops, a, b));
       c.teardown();
     }
+    for (Config& c : alloc_configs) {
+      c.setup();
+      samples[c.name].push_back(run_alloc_ops(ops / 2, a, b));
+      c.teardown();
+    }
   }
   std::map<std::string, double> ns;
   for (auto& [k, v] : samples) ns[k] = median(v);
   auto added = [&](const std::string& k) { return ns.count(k) ? ns[k] - ns["baseline"] : -1.0; };
+  auto added_alloc = [&](const std::string& k) {
+    return ns.count(k) ? ns[k] - ns["alloc_baseline"] : -1.0;
+  };
+  // What each option adds on top of ptprof with no option, and libtorch's equivalent on top of
+  // libtorch's plain CPU profiling.
+  const double opt_shapes = added("ptprof_shapes") - added("ptprof");
+  const double opt_stack = added("ptprof_stack") - added("ptprof");
+  const double opt_flops = added("ptprof_flops") - added("ptprof");
+  const double opt_memory = added_alloc("alloc_ptprof_memory") - added_alloc("alloc_ptprof");
+  const double lt_shapes = added("libtorch_shapes") - added("libtorch");
+  const double lt_memory = added_alloc("alloc_libtorch_memory") - added_alloc("alloc_libtorch");
+  const double gpu_corr = ns.count("ptprof_gpu_correlation")
+                              ? ns["ptprof_gpu_correlation"] - ns["ptprof"]
+                              : -1.0;
 
   // Memory per recorded op: heap growth while one session records 2M ops.
   int64_t mem_ops = 2000000;
@@ -187,6 +331,55 @@ int main(int argc, char** argv) {
     write_events_per_s = static_cast<double>(n) / s;
   }
 
+  // step() at the end of a window of 1M events, with the background writer (default) and
+  // without, into a throwaway directory.
+  auto step_cost = [&](bool background) {
+    char tmpl[] = "/tmp/ptprof_bench_XXXXXX";
+    const std::string dir = ::mkdtemp(tmpl);
+    ptprof::Options o;
+    o.schedule = ptprof::Schedule{0, 0, 1, 1};
+    o.write_in_background = background;
+    o.on_trace_ready = {ptprof::tensorboard_trace_handler(dir, "bench")};
+    double ms;
+    {
+      ptprof::ProfileSession s(o);
+      run_ops(1000000, a, b);
+      const auto t0 = Clock::now();
+      s.step();  // closes the window: collect, build, hand over (or write)
+      ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    }
+    std::system(("rm -rf '" + dir + "'").c_str());
+    return ms;
+  };
+  const double step_ms_background = step_cost(true);
+  const double step_ms_inline = step_cost(false);
+
+  // gzip on a training-like trace (an MLP's forward/backward with shapes and stacks).
+  double gzip_ratio = 0;
+  {
+    auto w1 = at::randn({64, 128}, at::requires_grad());
+    auto w2 = at::randn({10, 64}, at::requires_grad());
+    ptprof::Options o;
+    o.record_shapes = true;
+    o.with_stack = true;
+    ptprof::ProfileSession s(o);
+    for (int i = 0; i < 20; ++i) {
+      auto x = at::randn({32, 128});
+      auto loss = at::relu(x.matmul(w1.t())).matmul(w2.t()).sum();
+      loss.backward();
+    }
+    s.stop();
+    const std::string base = "/tmp/ptprof_bench_gz_" + std::to_string(::getpid());
+    s.last_trace()->save(base + ".pt.trace.json");
+    s.last_trace()->save(base + ".pt.trace.json.gz");
+    struct stat plain{}, gz{};
+    ::stat((base + ".pt.trace.json").c_str(), &plain);
+    ::stat((base + ".pt.trace.json.gz").c_str(), &gz);
+    if (gz.st_size > 0) gzip_ratio = static_cast<double>(plain.st_size) / gz.st_size;
+    std::remove((base + ".pt.trace.json").c_str());
+    std::remove((base + ".pt.trace.json.gz").c_str());
+  }
+
   if (json) {
     ptprof::detail::JsonWriter w;
     w.begin_object();
@@ -200,6 +393,22 @@ int main(int argc, char** argv) {
     };
     group("cpu_op", "floor", "ptprof", "libtorch");
     group("cpu_op_shapes", "floor_shapes", "ptprof_shapes", "libtorch_shapes");
+    w.key("options_added_ns").begin_object();
+    w.key("record_shapes").value(opt_shapes);
+    w.key("profile_memory").value(opt_memory);
+    w.key("with_stack").value(opt_stack);
+    w.key("with_flops").value(opt_flops);
+    w.end_object();
+    w.key("libtorch_options_added_ns").begin_object();
+    w.key("record_shapes").value(lt_shapes);
+    w.key("profile_memory").value(lt_memory);
+    w.end_object();
+    w.key("gpu_correlation_added_ns_per_op").value(gpu_corr);
+    w.key("step_ms_1m_event_window").begin_object();
+    w.key("background_writer").value(step_ms_background);
+    w.key("inline_writer").value(step_ms_inline);
+    w.end_object();
+    w.key("gzip_ratio").value(gzip_ratio);
     w.key("trace_write_events_per_s").value(write_events_per_s);
     w.key("bytes_per_op").value(bytes_per_op);
     w.key("ops_per_sample").value(ops);
@@ -210,9 +419,20 @@ int main(int argc, char** argv) {
   }
   std::printf("ns per op (median of %d reps of %lld ops: in-place add on 1-element tensors)\n",
               reps, static_cast<long long>(ops));
-  std::printf("%-18s %10s %10s\n", "configuration", "ns/op", "added");
+  std::printf("%-24s %10s %10s\n", "configuration", "ns/op", "added");
   for (const Config& c : configs)
-    std::printf("%-18s %10.1f %10.1f\n", c.name.c_str(), ns[c.name], added(c.name));
+    std::printf("%-24s %10.1f %10.1f\n", c.name.c_str(), ns[c.name], added(c.name));
+  for (const Config& c : alloc_configs)
+    std::printf("%-24s %10.1f %10.1f\n", c.name.c_str(), ns[c.name], added_alloc(c.name));
+  std::printf("\noption costs on top of plain profiling (ns/op): ptprof | libtorch | target\n");
+  std::printf("  record_shapes  %8.1f | %8.1f | <= half of libtorch's\n", opt_shapes, lt_shapes);
+  std::printf("  profile_memory %8.1f | %8.1f | <= half of libtorch's\n", opt_memory, lt_memory);
+  std::printf("  with_stack     %8.1f |        - | <= 2000\n", opt_stack);
+  std::printf("  with_flops     %8.1f |        - |\n", opt_flops);
+  std::printf("GPU correlation path (CUPTI stubbed at the seam): %.1f ns per op\n", gpu_corr);
+  std::printf("step() closing a 1M-event window: %.1f ms (background writer), %.1f ms (inline)\n",
+              step_ms_background, step_ms_inline);
+  std::printf("gzip ratio on a training trace: %.1fx\n", gzip_ratio);
   std::printf("\nptprof above floor: %.1f ns (target <= 100); ptprof / libtorch: %.2f (target <= 0.25)\n",
               added("ptprof") - added("floor"), added("ptprof") / added("libtorch"));
   std::printf("trace write: %.2fM events/s (target >= 2M)\n", write_events_per_s / 1e6);

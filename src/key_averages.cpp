@@ -295,6 +295,60 @@ void pad_right_aligned(std::string& line, const std::string& cell, std::size_t w
 
 }  // namespace
 
+KernelTable Trace::kernel_table() const {
+  KernelTable out;
+  std::unordered_map<std::string_view, std::size_t> row_of;
+  for (const Event& e : events) {
+    if (e.kind != EventKind::Kernel) continue;
+    auto [it, inserted] = row_of.emplace(e.name, out.rows.size());
+    if (inserted) {
+      KernelStat st;
+      st.name = std::string(e.name);
+      st.min_ns = e.duration_ns;
+      st.max_ns = e.duration_ns;
+      out.rows.push_back(std::move(st));
+    }
+    KernelStat& st = out.rows[it->second];
+    ++st.count;
+    st.total_ns += e.duration_ns;
+    st.min_ns = std::min(st.min_ns, e.duration_ns);
+    st.max_ns = std::max(st.max_ns, e.duration_ns);
+  }
+  std::stable_sort(out.rows.begin(), out.rows.end(),
+                   [](const KernelStat& a, const KernelStat& b) { return a.total_ns > b.total_ns; });
+  return out;
+}
+
+std::string KernelTable::table(int row_limit) const {
+  constexpr std::size_t kMaxName = 80;
+  std::size_t name_width = 10;
+  for (const KernelStat& r : rows) name_width = std::max(name_width, r.name.size() + 4);
+  name_width = std::min(name_width, kMaxName);
+  const std::vector<std::string> headers = {"Kernel", "# of Calls", "Total", "Average", "Min",
+                                            "Max"};
+  auto width_of = [&](std::size_t c) { return c == 0 ? name_width : std::size_t{12}; };
+  std::string sep;
+  for (std::size_t c = 0; c < headers.size(); ++c) sep += std::string(width_of(c), '-') + "  ";
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (std::size_t c = 0; c < cells.size(); ++c) pad_right_aligned(l, cells[c], width_of(c));
+    return l + "\n";
+  };
+  std::string out = sep + "\n" + line(headers) + sep + "\n";
+  int shown = 0;
+  int64_t total = 0;
+  for (const KernelStat& r : rows) total += r.total_ns;
+  for (const KernelStat& r : rows) {
+    if (row_limit >= 0 && shown++ == row_limit) break;
+    std::string name = r.name;
+    if (name.size() >= kMaxName - 3) name = name.substr(0, kMaxName - 3) + "...";
+    out += line({name, std::to_string(r.count), format_time(r.total_ns), format_time(r.avg_ns()),
+                 format_time(r.min_ns), format_time(r.max_ns)});
+  }
+  out += sep + "\nKernel time total: " + format_time(total) + "\n";
+  return out;
+}
+
 std::string KeyAverages::table(const std::string& sort_by, int row_limit) const {
   return table(parse_sort_by(sort_by), row_limit);
 }

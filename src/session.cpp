@@ -362,7 +362,7 @@ class SessionImpl {
     if (opts_.profile_memory) t.metadata["profile_memory"] = "1";
     if (opts_.with_stack) t.metadata["with_stack"] = "1";
     if (opts_.with_flops) t.metadata["with_flops"] = "1";
-    StackTable stacks;
+    StackTable stacks{{}, symbolizer_};
     std::vector<std::string_view> name_views(c.names.size());
     std::vector<bool> interned(c.names.size(), false);
     std::size_t total = 0;
@@ -417,7 +417,7 @@ class SessionImpl {
   // Stacks of a trace: each distinct address list once, each address symbolized once.
   struct StackTable {
     std::map<std::vector<uint64_t>, int32_t> index;
-    detail::Symbolizer symbolizer;
+    detail::Symbolizer& symbolizer;  // the session's: loading symbol tables is paid once
   };
 
   void add_details(std::string_view bytes, Event& e, Trace& t, StackTable& stacks) {
@@ -500,6 +500,7 @@ class SessionImpl {
   std::shared_ptr<Trace> last_trace_;
   mutable Status status_;  // const status() merges the writer's errors into it
   bool warned_drops_ = false;
+  detail::Symbolizer symbolizer_;
 
   // The background writer (Options::write_in_background).
   std::thread writer_;

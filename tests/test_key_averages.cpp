@@ -51,7 +51,8 @@ TEST(KeyAverages, SameNamedOnlyChildIsFoldedIntoItsParent) {
   op(t, "aten::copy_", 1, 8);
   op(t, "aten::copy_", 20, 10);  // a sibling call with no same-named child
   t.rebuild_tree();
-  const KeyAverage* c = t.key_averages().find("aten::copy_");
+  const KeyAverages avg = t.key_averages();  // find() points into it: keep it alive
+  const KeyAverage* c = avg.find("aten::copy_");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->count, 2);
   EXPECT_EQ(c->self_cpu_time_total_ns, 20000);
@@ -123,6 +124,34 @@ TEST(KeyAverages, TableFormatAndSorting) {
   const std::string one = avg.table(SortBy::CpuTimeTotal, 1);
   EXPECT_NE(one.find("b_slow"), std::string::npos);
   EXPECT_EQ(one.find("a_fast"), std::string::npos);
+}
+
+TEST(KernelTable, CallsTotalAverageMinMaxPerKernel) {
+  Trace t;
+  auto kernel = [&](const char* name, int64_t dur_us) {
+    Event k;
+    k.kind = EventKind::Kernel;
+    k.name = t.intern(name);
+    k.duration_ns = dur_us * 1000;
+    t.events.push_back(k);
+  };
+  kernel("gemm", 10);
+  kernel("gemm", 30);
+  kernel("relu", 2);
+  op(t, "aten::mm", 0, 100);  // CPU ops are not kernels
+  const KernelTable kt = t.kernel_table();
+  ASSERT_EQ(kt.rows.size(), 2u);
+  EXPECT_EQ(kt.rows[0].name, "gemm");
+  EXPECT_EQ(kt.rows[0].count, 2);
+  EXPECT_EQ(kt.rows[0].total_ns, 40000);
+  EXPECT_EQ(kt.rows[0].avg_ns(), 20000);
+  EXPECT_EQ(kt.rows[0].min_ns, 10000);
+  EXPECT_EQ(kt.rows[0].max_ns, 30000);
+  const std::string text = kt.table();
+  for (const char* col : {"Kernel", "# of Calls", "Total", "Average", "Min", "Max"})
+    EXPECT_NE(text.find(col), std::string::npos);
+  EXPECT_NE(text.find("Kernel time total: 42.000us"), std::string::npos) << text;
+  EXPECT_LT(text.find("gemm"), text.find("relu"));
 }
 
 TEST(KeyAverages, UnknownSortKeyListsTheValidOnes) {

@@ -65,4 +65,21 @@ class KeyAverages {
   std::string table(const std::string& sort_by, int row_limit = 100) const;
 };
 
+// Per-kernel-name statistics of a trace's GPU kernels.
+struct KernelStat {
+  std::string name;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+  int64_t min_ns = 0;
+  int64_t max_ns = 0;
+  int64_t avg_ns() const { return count ? total_ns / count : 0; }
+};
+
+class KernelTable {
+ public:
+  std::vector<KernelStat> rows;  // by total time, largest first
+  // Name, # of Calls, Total, Average, Min, Max; times as in torch.profiler's tables.
+  std::string table(int row_limit = 100) const;
+};
+
 }  // namespace ptprof

@@ -76,6 +76,8 @@ class Trace {
 
   // torch.profiler's key_averages(); see ptprof/key_averages.h.
   KeyAverages key_averages(bool group_by_input_shape = false) const;
+  // The GPU kernels of the trace by name: calls, total, average, min, max.
+  KernelTable kernel_table() const;
 
   // Chrome-trace JSON as torch.profiler's export_chrome_trace writes it; ".gz" compresses.
   // Written to a temporary file and renamed. Throws ptprof::Error naming the path on failure.

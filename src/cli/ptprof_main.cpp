@@ -2,6 +2,7 @@
 //
 //   ptprof table TRACE [--sort KEY] [--row-limit N] [--json]   key_averages() table of a trace
 //   ptprof summary TRACE                                        events per category, steps
+//   ptprof kernels TRACE [--row-limit N]                        GPU kernel table
 //   ptprof memory TRACE [OUT.json|OUT.html]                     peak allocated bytes per device
 //                                                               (as TensorBoard names devices), or
 //                                                               the memory timeline written to OUT
@@ -24,6 +25,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: ptprof table TRACE [--sort KEY] [--row-limit N] [--json]\n"
                "       ptprof summary TRACE\n"
+               "       ptprof kernels TRACE [--row-limit N]\n"
                "       ptprof memory TRACE [OUT.json|OUT.html]\n"
                "       ptprof stacks TRACE OUT[.svg] [--metric self_cpu_time_total|self_cuda_time_total]\n");
   return 2;
@@ -79,6 +81,10 @@ int run(int argc, char** argv) {
     }
     w.end_array().end_object();
     std::cout << w.buffer() << "\n";
+    return 0;
+  }
+  if (cmd == "kernels") {
+    std::cout << trace.kernel_table().table(row_limit);
     return 0;
   }
   if (cmd == "memory") {

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Writes the committed seed corpora of tests/fuzz/ (run from anywhere; deterministic).
+
+Seeds are small on purpose: libFuzzer's default input length follows the largest seed, and
+small inputs mutate into interesting ones fastest.
+"""
+import gzip
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, "..", "consumers", "fixtures", "run1",
+                       "host_123.1712195495501688512.pt.trace.json")
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def compact(obj):
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def traces():
+    """(name, JSON text) of the trace seeds: a real layout trimmed, and hand-made corners."""
+    with open(FIXTURE) as f:
+        real = json.load(f)
+    evs = real["traceEvents"]
+    keep = [e for e in evs if e.get("ph") != "X" or e.get("cat") == "Trace"]
+    keep += [e for e in evs if e.get("ph") == "X" and e.get("cat") != "Trace"][:8]
+    trimmed = dict(real, traceEvents=keep)
+    out = [("kineto_layout.json", compact(trimmed))]
+    base = {"schemaVersion": 1, "baseTimeNanoseconds": 1700000000000000000,
+            "displayTimeUnit": "ms"}
+    out.append(("nested_ops.json", compact(dict(base, traceEvents=[
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1,
+         "ts": 10.0, "dur": 100.5},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 11.25,
+         "dur": 50.0, "args": {"External id": 2, "Sequence number": 7,
+                               "Input Dims": [[8, 16], [32, 16], [32]]}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 12.0,
+         "dur": 40.125, "args": {"External id": 3}},
+        {"ph": "X", "cat": "operator", "name": "aten::relu", "pid": 1, "tid": 2, "ts": 70.0,
+         "dur": 5.0},
+        {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
+         "tid": "PyTorch Profiler", "ts": 0.0, "dur": 200.0},
+    ]))))
+    out.append(("gpu_and_flows.json", compact(dict(base, traceEvents=[
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 5.0, "dur": 3.0, "args": {"correlation": 9, "External id": 4, "cbid": 211}},
+        {"ph": "s", "id": 9, "pid": 1, "tid": 1, "ts": 5.0, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "X", "cat": "kernel", "name": "void gemm<float>()", "pid": 0, "tid": 7,
+         "ts": 9.0, "dur": 20.0, "args": {"device": 0, "stream": 7, "correlation": 9,
+                                          "grid": [4, 1, 1], "block": [128, 1, 1]}},
+        {"ph": "f", "id": 9, "pid": 0, "tid": 7, "ts": 9.0, "cat": "ac2g", "name": "ac2g",
+         "bp": "e"},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7,
+         "ts": 30.0, "dur": 2.0, "args": {"device": 0, "stream": 7, "bytes": 4096}},
+        {"ph": "X", "cat": "gpu_user_annotation", "name": "forward", "pid": 0, "tid": 7,
+         "ts": 8.0, "dur": 30.0, "args": {"External id": 4}},
+    ]))))
+    out.append(("memory.json", compact(dict(base, traceEvents=[
+        {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 1.0,
+         "dur": 2.0},
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1.5, "s": "t",
+         "args": {"Addr": 140000000, "Bytes": 512, "Total Allocated": 512,
+                  "Total Reserved": 2048, "Device Type": 0, "Device Id": -1}},
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 9.0, "s": "t",
+         "args": {"Addr": 140000000, "Bytes": -512, "Total Allocated": 0,
+                  "Total Reserved": 2048, "Device Type": 1, "Device Id": 0}},
+    ]))))
+    # Names with escapes, UTF-8 and a NUL, as hostile range names are written.
+    out.append(("hostile_names.json", compact(dict(base, traceEvents=[
+        {"ph": "X", "cat": "user_annotation", "name": "q\"b\\s\n\t\u0001\u00e9\u4e2d\ud83d\ude00\u0000",
+         "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0},
+    ]))))
+    out.append(("empty.json", compact({"traceEvents": []})))
+    return out
+
+
+def details():
+    """(name, bytes) of the details seeds: op index byte, then the details format."""
+    def tensor(dtype, sizes, strides=None):
+        b = struct.pack("<BbBB", 1, dtype, len(sizes), 1 if strides is not None else 0)
+        b += struct.pack("<%dq" % len(sizes), *sizes)
+        if strides is not None:
+            b += struct.pack("<%dq" % len(strides), *strides)
+        return b
+
+    def scalar(tag, v):
+        return struct.pack("<BB", 3, tag) + (struct.pack("<d", v) if tag == 1
+                                             else struct.pack("<q", v))
+
+    def int_list(vals):
+        return struct.pack("<BBH", 4, 0, len(vals)) + struct.pack("<%dq" % len(vals), *vals)
+
+    def tensor_list(items):
+        b = struct.pack("<BH", 2, len(items))
+        for dtype, sizes in items:
+            b += struct.pack("<bB", dtype, len(sizes)) + struct.pack("<%dq" % len(sizes), *sizes)
+        return b
+
+    def inputs(*ins):
+        return struct.pack("<B", len(ins)) + b"".join(ins)
+
+    no_stack = struct.pack("<BB", 0, 0)
+    f32 = 6  # c10::ScalarType::Float
+    out = []
+    out.append(("mm", bytes([0]) + inputs(tensor(f32, [4, 8], [8, 1]),
+                                          tensor(f32, [8, 16], [16, 1])) + no_stack))
+    out.append(("addmm", bytes([1]) + inputs(tensor(f32, [16]), tensor(f32, [4, 8]),
+                                             tensor(f32, [8, 16]), scalar(0, 1),
+                                             scalar(1, 0.5)) + no_stack))
+    out.append(("conv2d", bytes([9]) + inputs(tensor(f32, [1, 3, 8, 8]),
+                                              tensor(f32, [4, 3, 3, 3]), tensor(f32, [4]),
+                                              int_list([1, 1]), int_list([0, 0]),
+                                              int_list([1, 1]), scalar(0, 1)) + no_stack))
+    out.append(("sdpa", bytes([13]) + inputs(tensor(f32, [2, 4, 16, 8]),
+                                             tensor(f32, [2, 4, 16, 8]),
+                                             tensor(f32, [2, 4, 16, 8]),
+                                             struct.pack("<B", 0), scalar(1, 0.0),
+                                             scalar(2, 1)) + no_stack))
+    out.append(("cat_list", bytes([19]) + inputs(tensor_list([(f32, [2, 3]), (f32, [4, 3])]),
+                                                 scalar(0, 0), struct.pack("<B", 5))
+                + no_stack))
+    out.append(("stack_only", bytes([16]) + struct.pack("<B", 0xFF) +
+                struct.pack("<BB", 3, 1) + struct.pack("<3Q", 0x401000, 0x402000, 0x7f0000001000)))
+    return out
+
+
+SORT_BY = ["self_cpu_time_total", "cpu_time_total", "cpu_time", "self_cuda_time_total",
+           "device_time_total", "count", "self_cpu_memory_usage", "flops", "", "cpu_time_totals"]
+
+
+def main():
+    for name, text in traces():
+        write("trace_reader", name, text)
+        write("trace_file", name, text)
+        write("trace_file", name + ".gz", gzip.compress(text.encode(), mtime=0))
+    # A gzip stream cut short, and two members back to back.
+    z = gzip.compress(traces()[1][1].encode(), mtime=0)
+    write("trace_file", "truncated.json.gz", z[: len(z) // 2])
+    write("trace_file", "two_members.json.gz", z + gzip.compress(b" ", mtime=0))
+    for name, data in details():
+        write("details", name, data)
+    for i, name in enumerate(SORT_BY):
+        write("sort_by", "name%02d" % i, name)
+
+
+if __name__ == "__main__":
+    main()
