@@ -357,8 +357,8 @@ int main(int argc, char** argv) {
   // gzip on a training-like trace (an MLP's forward/backward with shapes and stacks).
   double gzip_ratio = 0;
   {
-    auto w1 = at::randn({64, 128}, at::requires_grad());
-    auto w2 = at::randn({10, 64}, at::requires_grad());
+    auto w1 = at::randn({64, 128}).requires_grad_(true);
+    auto w2 = at::randn({10, 64}).requires_grad_(true);
     ptprof::Options o;
     o.record_shapes = true;
     o.with_stack = true;

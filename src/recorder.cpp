@@ -127,7 +127,9 @@ class NameCache {
   // RecordFunction and may reuse an address for other text, which then falls through).
   uint32_t lookup(const char* s) {
     PtrEntry& p = by_ptr_[(reinterpret_cast<uintptr_t>(s) >> 3) & (kPtrSize - 1)];
-    if (p.ptr == s && std::memcmp(p.text, s, p.len + 1) == 0) return p.id;
+    // strlen first: the address may now hold a shorter string, and reading p.len + 1 bytes of
+    // it could run past its end.
+    if (p.ptr == s && std::strlen(s) == p.len && std::memcmp(p.text, s, p.len) == 0) return p.id;
     const Entry* e = find(s);
     if (e) p = PtrEntry{s, e->text, e->len, e->id};
     return e ? e->id : last_uncached_;
@@ -617,7 +619,9 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   s->end.store(0, std::memory_order_relaxed);
   CorrelationHook push = g_push_hook.load(std::memory_order_relaxed);
     if (g_capture_any_details) record_details(ts, s, fn);
-  if (__builtin_expect(g_capture_memory.load(std::memory_order_relaxed), 0)) {
+  // The reporter's slot can only change between outermost ops (thread-local state is swapped
+  // at task boundaries: autograd graph tasks, at::launch), so nested ops skip the check.
+  if (__builtin_expect(g_capture_memory.load(std::memory_order_relaxed), 0) && ts->open_n == 0) {
     ensure_memory_reporter();
   }
   ts->open[ts->open_n++] = ThreadState::Open{s, s->handle, g, push != nullptr};
