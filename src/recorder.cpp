@@ -599,8 +599,13 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     if (!ts) return nullptr;
   }
   if (__builtin_expect(ts->open_n == ThreadState::kMaxOpen, 0)) {
-    ts->dropped.fetch_add(1, std::memory_order_relaxed);  // nesting deeper than we track
-    return nullptr;
+    // Full: what sits at the bottom is ops whose exit ran on another thread (a ProfilerStep
+    // range ended by step() on another thread, async ops) and will never pop here. Drop the
+    // older half; an op among them that does end later just stays unfinished.
+    constexpr uint32_t kKeep = ThreadState::kMaxOpen / 2;
+    std::memmove(ts->open, ts->open + (ThreadState::kMaxOpen - kKeep),
+                 kKeep * sizeof(ThreadState::Open));
+    ts->open_n = kKeep;
   }
   const uint32_t g = g_gen.load(std::memory_order_acquire);
   if (__builtin_expect(ts->seen_gen != g, 0)) ts->rotate(g);

@@ -397,8 +397,11 @@ class SessionImpl {
                      : EventKind::CpuOp;
         e.name = name_views[r.name_id];
         e.start_ns = start + unix_offset_ns_;
-        e.finished = r.end != 0;
-        e.duration_ns = std::max<int64_t>(0, (e.finished ? c.clock.to_ns(r.end) : end) - start);
+        // An op still running when the window closed (or that ended while it was being
+        // collected) is cut at the window's end and marked unfinished, as Kineto does.
+        const int64_t stop_ns = r.end != 0 ? c.clock.to_ns(r.end) : end;
+        e.finished = r.end != 0 && stop_ns <= end;
+        e.duration_ns = std::max<int64_t>(0, std::min(stop_ns, end) - start);
         e.pid = pid_;
         e.tid = th.os_tid;
         e.external_id = r.correlation;

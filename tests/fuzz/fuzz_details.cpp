@@ -11,13 +11,26 @@
 namespace {
 // Every op with a formula, and one without.
 constexpr std::string_view kOps[] = {
-    "aten::mm",          "aten::addmm",     "aten::bmm",          "aten::baddbmm",
-    "aten::matmul",      "aten::linear",    "aten::convolution",  "aten::_convolution",
-    "aten::conv1d",      "aten::conv2d",    "aten::conv3d",       "aten::conv_transpose2d",
-    "aten::convolution_backward",           "aten::scaled_dot_product_attention",
+    "aten::mm",
+    "aten::addmm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::matmul",
+    "aten::linear",
+    "aten::convolution",
+    "aten::_convolution",
+    "aten::conv1d",
+    "aten::conv2d",
+    "aten::conv3d",
+    "aten::conv_transpose2d",
+    "aten::convolution_backward",
+    "aten::scaled_dot_product_attention",
     "aten::_scaled_dot_product_flash_attention",
     "aten::_scaled_dot_product_efficient_attention_backward",
-    "aten::add",         "aten::mul_",      "aten::div",          "aten::relu",
+    "aten::add",
+    "aten::mul_",
+    "aten::div",
+    "aten::relu",
 };
 }  // namespace
 

@@ -18,8 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   // One in-memory file for the whole run, rewritten per input.
   static const int fd = memfd_create("ptprof_fuzz_trace", 0);
   static const std::string path = "/proc/self/fd/" + std::to_string(fd);
-  if (fd < 0 || ftruncate(fd, 0) != 0 ||
-      pwrite(fd, data, size, 0) != static_cast<ssize_t>(size))
+  if (fd < 0 || ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != static_cast<ssize_t>(size))
     __builtin_trap();  // the harness itself failed
   std::string text;
   try {

@@ -3,8 +3,9 @@
 //
 //   exit_helper exit-mid-window DIR     windows {0,1}, {2,3} saved, exit(0) in step 4's window
 //   exit_helper exit-while-writing DIR  exit(0) right after handing a 300k-event window over
-//   exit_helper static-session DIR      window {0,1} saved, main returns inside step 2's
-//                                       window; the session is stopped in static destruction
+//   exit_helper static-session DIR      window {0,1} (300k events) handed over, main returns
+//                                       inside step 2's window; the session is stopped in
+//                                       static destruction
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -60,8 +61,10 @@ int main(int argc, char** argv) {
   if (mode == "static-session") {
     o.schedule = ptprof::Schedule{/*wait=*/0, /*warmup=*/0, /*active=*/2, /*repeat=*/0};
     g_session = std::make_unique<ptprof::ProfileSession>(o);
+    // Window {0,1} is large, so it is still being written when main returns; the session's
+    // destructor, which waits for its writes, comes later.
     for (int step = 0; step < 2; ++step) {
-      adds(x, one, 1000);
+      adds(x, one, 150000);
       g_session->step();
     }
     adds(x, one, 1000);

@@ -35,7 +35,9 @@ constexpr bool kSanitized = false;
 #endif
 
 // `n` in a normal build, a fifth of it (at least 1) in a sanitizer build.
-constexpr int scaled(int n) { return kSanitized ? (n / 5 > 0 ? n / 5 : 1) : n; }
+constexpr int scaled(int n) {
+  return kSanitized ? (n / 5 > 0 ? n / 5 : 1) : n;
+}
 
 // Resident set size of this process, from /proc/self/statm (resident pages * page size).
 inline int64_t rss_bytes() {
@@ -138,8 +140,12 @@ inline std::vector<std::string> structural_problems(const Trace& t) {
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const Event& e = t.events[i];
     if (e.duration_ns < 0) problems.push_back("negative duration: " + describe(i));
-    if (e.start_ns < t.window_start_ns || e.start_ns + e.duration_ns > t.window_end_ns)
-      problems.push_back("outside the window: " + describe(i));
+    if (e.start_ns < t.window_start_ns)
+      problems.push_back("starts " + std::to_string(t.window_start_ns - e.start_ns) +
+                         " ns before the window: " + describe(i));
+    if (e.start_ns + e.duration_ns > t.window_end_ns)
+      problems.push_back("ends " + std::to_string(e.start_ns + e.duration_ns - t.window_end_ns) +
+                         " ns after the window: " + describe(i));
     if (e.parent >= 0) {
       const Event& p = t.events[e.parent];
       if (p.tid != e.tid) problems.push_back("parent on another thread: " + describe(i));
@@ -153,8 +159,9 @@ inline std::vector<std::string> structural_problems(const Trace& t) {
   for (std::size_t i = 0; i < t.events.size(); ++i)
     siblings[{t.events[i].tid, t.events[i].parent}].push_back(i);
   for (auto& [key, idx] : siblings) {
-    std::sort(idx.begin(), idx.end(),
-              [&](std::size_t a, std::size_t b) { return t.events[a].start_ns < t.events[b].start_ns; });
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+      return t.events[a].start_ns < t.events[b].start_ns;
+    });
     for (std::size_t k = 1; k < idx.size(); ++k) {
       const Event& a = t.events[idx[k - 1]];
       const Event& b = t.events[idx[k]];

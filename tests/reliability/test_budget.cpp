@@ -38,13 +38,12 @@ TEST(Budget, WindowOverTheBudgetDropsCountsAndStaysBounded) {
   Options o;
   o.schedule = Schedule{/*wait=*/0, /*warmup=*/0, /*active=*/1, /*repeat=*/2};
   o.max_event_memory_bytes = kBudget;
-  o.on_trace_ready = {tensorboard_trace_handler(dir.path(), "budget"),
-                      callback_handler([&](const Trace& t) {
-                        auto it = t.metadata.find("ptprof_dropped_events");
-                        seen.push_back({test::count_events(t, "aten::add_"), t.events.size(),
-                                        t.dropped_events,
-                                        it == t.metadata.end() ? "" : it->second});
-                      })};
+  o.on_trace_ready = {
+      tensorboard_trace_handler(dir.path(), "budget"), callback_handler([&](const Trace& t) {
+        auto it = t.metadata.find("ptprof_dropped_events");
+        seen.push_back({test::count_events(t, "aten::add_"), t.events.size(), t.dropped_events,
+                        it == t.metadata.end() ? "" : it->second});
+      })};
   auto x = torch::zeros({1});
   auto one = torch::ones({1});
   for (int i = 0; i < 1000; ++i) x.add_(one);  // libtorch's own first-use allocations
@@ -68,11 +67,12 @@ TEST(Budget, WindowOverTheBudgetDropsCountsAndStaysBounded) {
     peak = std::max(peak, rss_bytes());
   }
   EXPECT_FLOAT_EQ(x.item<float>(), 1000.0f + 2 * kOps);
-  std::printf("[budget] RSS before %.1f MiB; first window recording +%.2f MiB (budget %.0f "
-              "MiB); peak +%.2f MiB (bound %.1f MiB); after stop +%.2f MiB\n",
-              before / double(kMiB), (first_window_peak - before) / double(kMiB),
-              kBudget / double(kMiB), (peak - before) / double(kMiB),
-              peak_bound / double(kMiB), (rss_bytes() - before) / double(kMiB));
+  std::printf(
+      "[budget] RSS before %.1f MiB; first window recording +%.2f MiB (budget %.0f "
+      "MiB); peak +%.2f MiB (bound %.1f MiB); after stop +%.2f MiB\n",
+      before / double(kMiB), (first_window_peak - before) / double(kMiB), kBudget / double(kMiB),
+      (peak - before) / double(kMiB), peak_bound / double(kMiB),
+      (rss_bytes() - before) / double(kMiB));
   if (!reliability::kSanitized) {
     EXPECT_LE(first_window_peak - before, static_cast<int64_t>(kBudget) + kRecordingMargin);
     EXPECT_LE(peak - before, peak_bound);

@@ -49,8 +49,7 @@ TEST(Soak, TenThousandWindowsKeepRssFlatAndEveryFileValid) {
     }
     st = s.stop();
   }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_TRUE(st.ok()) << st.message();
   EXPECT_FLOAT_EQ(x[0].item<float>(), 2.0f * kSteps);
 
@@ -58,10 +57,11 @@ TEST(Soak, TenThousandWindowsKeepRssFlatAndEveryFileValid) {
   int64_t max_after = baseline;
   for (std::size_t k = kWarmupSteps / kSampleEvery; k < rss.size(); ++k)
     max_after = std::max(max_after, rss[k]);
-  std::printf("[soak] %d steps in %.1f s; RSS at step %d: %.1f MiB, max after: %.1f MiB "
-              "(+%.2f MiB), at the end: %.1f MiB\n",
-              kSteps, secs, kWarmupSteps, baseline / double(kMiB), max_after / double(kMiB),
-              (max_after - baseline) / double(kMiB), rss.back() / double(kMiB));
+  std::printf(
+      "[soak] %d steps in %.1f s; RSS at step %d: %.1f MiB, max after: %.1f MiB "
+      "(+%.2f MiB), at the end: %.1f MiB\n",
+      kSteps, secs, kWarmupSteps, baseline / double(kMiB), max_after / double(kMiB),
+      (max_after - baseline) / double(kMiB), rss.back() / double(kMiB));
   if (!reliability::kSanitized) EXPECT_LE(max_after - baseline, kFlatBound);
 
   // Steps 0..kSteps-1 are windows of their own; stop() saves the window of step kSteps, which

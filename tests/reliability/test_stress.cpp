@@ -42,7 +42,9 @@ class Barrier {
   int64_t gen_ = 0;
 };
 
-std::string range_name(int t) { return "worker " + std::to_string(t); }
+std::string range_name(int t) {
+  return "worker " + std::to_string(t);
+}
 
 // Checks one finished window in the handler (on whatever thread runs handlers) and keeps
 // only the findings, so that no trace copies pile up.
@@ -64,7 +66,7 @@ void check_worker_nesting(const Trace& t, bool know_finished, Findings* f) {
   for (const std::string& p : reliability::structural_problems(t))
     f->add("window " + std::to_string(t.window_index) + ": " + p);
   std::map<int64_t, int64_t> first_range_start;  // tid -> start of its first range
-  std::map<int64_t, int> children;                 // event index -> add_ children
+  std::map<int64_t, int> children;               // event index -> add_ children
   for (const Event& e : t.events) {
     if (e.kind != EventKind::UserAnnotation || e.name.substr(0, 7) != "worker ") continue;
     auto [it, inserted] = first_range_start.emplace(e.tid, e.start_ns);
@@ -88,7 +90,8 @@ void check_worker_nesting(const Trace& t, bool know_finished, Findings* f) {
     if (e.kind != EventKind::UserAnnotation || e.name.substr(0, 7) != "worker ") continue;
     const int n = children[static_cast<int64_t>(i)];
     // A range still open when the window closed may have lost its add to the next window.
-    // (Read back, times are exact to about 1 ns: see ReaderKeepsNanoseconds in test_parsers.)
+    // (Read back, times are exact to about 1 ns: see
+    // Parsers.ReaderKeepsNanosecondsWhereDoublesAreCoarse.)
     const bool open_at_end =
         !e.finished || (!know_finished && e.start_ns + e.duration_ns >= t.window_end_ns - 2);
     if (open_at_end ? n > 1 : n != 1)
