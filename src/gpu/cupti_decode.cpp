@@ -296,7 +296,8 @@ DecodedActivity ActivityDecoder::kernel(const CUpti_ActivityKernel10& k) {
   return d;
 }
 
-DecodedActivity ActivityDecoder::memcpy(const CUpti_ActivityMemcpy6& m) {
+template <typename Copy>
+DecodedActivity ActivityDecoder::copy(const Copy& m) {
   DecodedActivity d;
   Event& e = d.event;
   e.kind = EventKind::Memcpy;
@@ -323,32 +324,9 @@ DecodedActivity ActivityDecoder::memcpy(const CUpti_ActivityMemcpy6& m) {
   return d;
 }
 
-DecodedActivity ActivityDecoder::memcpy_p2p(const CUpti_ActivityMemcpyPtoP4& m) {
-  DecodedActivity d;
-  Event& e = d.event;
-  e.kind = EventKind::Memcpy;
-  const uint64_t key =
-      (uint64_t{1} << 40) | (uint64_t{m.copyKind} << 16) | (uint64_t{m.srcKind} << 8) | m.dstKind;
-  auto it = fixed_names_.find(key);
-  if (it == fixed_names_.end())
-    it = fixed_names_.emplace(key, trace_.intern(memcpy_name(m.copyKind, m.srcKind, m.dstKind)))
-             .first;
-  e.name = it->second;
-  e.start_ns = static_cast<int64_t>(m.start);
-  e.duration_ns = static_cast<int64_t>(m.end - m.start);
-  e.pid = m.deviceId;
-  e.tid = m.streamId;
-  e.device = static_cast<int32_t>(m.deviceId);
-  e.stream = m.streamId;
-  e.correlation = m.correlationId;
-  e.transfer.bytes = m.bytes;
-  e.transfer.context = m.contextId;
-  e.transfer.copy_kind = m.copyKind;
-  e.transfer.src_kind = m.srcKind;
-  e.transfer.dst_kind = m.dstKind;
-  d.context = m.contextId;
-  return d;
-}
+DecodedActivity ActivityDecoder::memcpy(const CUpti_ActivityMemcpy6& m) { return copy(m); }
+
+DecodedActivity ActivityDecoder::memcpy_p2p(const CUpti_ActivityMemcpyPtoP4& m) { return copy(m); }
 
 DecodedActivity ActivityDecoder::memset(const CUpti_ActivityMemset4& m) {
   DecodedActivity d;

@@ -97,6 +97,9 @@ class ActivityDecoder {
   uint64_t unknown_records() const { return unknown_records_; }
 
  private:
+  // Memcpy6 and MemcpyPtoP4 share every field a copy event needs.
+  template <typename Copy>
+  DecodedActivity copy(const Copy& m);
   struct ApiName {
     std::string_view name;
     bool launch = false;

@@ -19,6 +19,8 @@
 
 #include "clock.h"
 #include "gpu/cupti_api.h"
+#include "gpu/cupti_correlator.h"
+#include "gpu/cupti_decode.h"
 #include "ptprof/trace.h"
 
 namespace ptprof::test {
@@ -350,5 +352,22 @@ class FakeCuptiApi : public detail::CuptiApi {
   std::size_t capacity_ = 0;
   std::size_t used_ = 0;
 };
+
+// Decodes one hand-built record and hands it to the correlator, as the backend does.
+template <typename Record>
+void feed(detail::ActivityDecoder& dec, detail::Correlator& cor, const Record& r) {
+  detail::DecodedActivity a;
+  detail::ExternalCorrelationRecord x;
+  switch (dec.decode(reinterpret_cast<const CUpti_Activity&>(r), &a, &x)) {
+    case detail::RecordRole::Activity:
+      cor.add(a);
+      break;
+    case detail::RecordRole::ExternalCorrelation:
+      cor.add_external(x);
+      break;
+    case detail::RecordRole::Skipped:
+      break;
+  }
+}
 
 }  // namespace ptprof::test

@@ -44,20 +44,7 @@ class TraceJsonTest : public ::testing::Test {
       return real_cupti_api().callback_name(d, c);
     });
     Correlator cor;
-    auto feed = [&](const auto& r) {
-      DecodedActivity a;
-      ExternalCorrelationRecord x;
-      switch (dec.decode(reinterpret_cast<const CUpti_Activity&>(r), &a, &x)) {
-        case RecordRole::Activity:
-          cor.add(a);
-          break;
-        case RecordRole::ExternalCorrelation:
-          cor.add_external(x);
-          break;
-        case RecordRole::Skipped:
-          break;
-      }
-    };
+    auto feed = [&](const auto& r) { test::feed(dec, cor, r); };
     feed(test::ext_record(10, 3));
     feed(test::api_record(false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 10, t(120),
                           t(126), kCuptiThread, kPid));

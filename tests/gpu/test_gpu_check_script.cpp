@@ -83,20 +83,7 @@ class GpuCheckScript : public ::testing::Test {
       return real_cupti_api().callback_name(d, c);
     });
     Correlator cor;
-    auto feed = [&](const auto& r) {
-      DecodedActivity a;
-      ExternalCorrelationRecord x;
-      switch (dec.decode(reinterpret_cast<const CUpti_Activity&>(r), &a, &x)) {
-        case RecordRole::Activity:
-          cor.add(a);
-          break;
-        case RecordRole::ExternalCorrelation:
-          cor.add_external(x);
-          break;
-        case RecordRole::Skipped:
-          break;
-      }
-    };
+    auto feed = [&](const auto& r) { test::feed(dec, cor, r); };
     const CUpti_CallbackId launch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
     const struct {
       uint32_t corr;

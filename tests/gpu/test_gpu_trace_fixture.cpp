@@ -57,20 +57,7 @@ TEST(GpuTraceFixture, WritesATraceForTheConsumerCheck) {
     return real_cupti_api().callback_name(d, c);
   });
   Correlator cor;
-  auto feed = [&](const auto& r) {
-    DecodedActivity a;
-    ExternalCorrelationRecord x;
-    switch (dec.decode(reinterpret_cast<const CUpti_Activity&>(r), &a, &x)) {
-      case RecordRole::Activity:
-        cor.add(a);
-        break;
-      case RecordRole::ExternalCorrelation:
-        cor.add_external(x);
-        break;
-      case RecordRole::Skipped:
-        break;
-    }
-  };
+  auto feed = [&](const auto& r) { test::feed(dec, cor, r); };
   uint32_t corr = 1;
   auto call = [&](uint64_t op_id, CUpti_CallbackId cbid, int64_t s_us) {
     feed(test::ext_record(corr, op_id));
