@@ -4,10 +4,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -138,7 +139,7 @@ void write_gpu_args(JsonWriter& w, const Event& e) {
   w.end_object();
 }
 
-void write_flow(JsonWriter& w, const Event& e, int64_t ts, bool start) {
+void write_flow(JsonWriter& w, const Event& e, uint64_t ts, bool start) {
   w.begin_object();
   w.key("ph").value(start ? "s" : "f");
   w.key("id").value(e.correlation);
@@ -152,7 +153,7 @@ void write_flow(JsonWriter& w, const Event& e, int64_t ts, bool start) {
 }
 
 template <typename ArgsFn>
-void write_meta(JsonWriter& w, const char* name, int64_t ts, int64_t pid, int64_t tid,
+void write_meta(JsonWriter& w, const char* name, uint64_t ts, int64_t pid, int64_t tid,
                 const char* arg, ArgsFn&& value) {
   w.begin_object();
   w.key("name").value(name);
@@ -168,8 +169,17 @@ void write_meta(JsonWriter& w, const char* name, int64_t ts, int64_t pid, int64_
 }  // namespace
 
 void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_name) {
-  const int64_t base = trace_base_time_ns();
-  auto rel = [base](int64_t unix_ns) { return unix_ns > base ? unix_ns - base : 0; };
+  // The base comes from the trace's own earliest time, not the process's clock: a trace read
+  // back from another period (or one with times before this process's base) must still be
+  // written as offsets >= 0 that the reader accepts. A trace of this run gets Kineto's base.
+  int64_t earliest = std::min(t.window_start_ns, t.window_end_ns);
+  for (const Event& e : t.events) earliest = std::min(earliest, e.start_ns);
+  for (const MemoryEvent& m : t.memory_events) earliest = std::min(earliest, m.time_ns);
+  const int64_t base = trace_base_time_ns(earliest);
+  // Unsigned: a trace spanning most of the int64 range has offsets beyond INT64_MAX.
+  auto rel = [base](int64_t unix_ns) {
+    return static_cast<uint64_t>(unix_ns) - static_cast<uint64_t>(base);
+  };
 
   w.begin_object();
   w.key("schemaVersion").value(int64_t{1});
@@ -251,7 +261,7 @@ void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_na
     w.maybe_flush();
   }
 
-  const int64_t ts0 = rel(t.window_start_ns);
+  const uint64_t ts0 = rel(t.window_start_ns);
   const std::string& pname = t.process_name;
   auto str = [](const std::string& s) { return [&s](JsonWriter& w) { w.value(s); }; };
   auto num = [](int64_t v) { return [v](JsonWriter& w) { w.value(v); }; };
@@ -284,7 +294,9 @@ void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_na
   w.key("ph").value("X");
   w.key("cat").value("Trace");
   w.key("ts").value_us(ts0);
-  w.key("dur").value_us(t.window_end_ns - t.window_start_ns);
+  // The reader requires a window that does not end before it starts.
+  w.key("dur").value_us(t.window_end_ns > t.window_start_ns ? rel(t.window_end_ns) - ts0
+                                                            : uint64_t{0});
   w.key("pid").value("Spans");
   w.key("tid").value("PyTorch Profiler");
   w.key("name").value("PyTorch Profiler (" + std::to_string(t.window_index) + ")");
@@ -392,26 +404,42 @@ std::set<std::string>& in_flight() {
   static auto* s = new std::set<std::string>();
   return *s;
 }
+bool g_exiting = false;  // under in_flight_mu(): set by the exit hook
 void remove_in_flight() {
   std::lock_guard<std::mutex> lock(in_flight_mu());
+  g_exiting = true;  // a writer thread that has not created its file yet must not now
   for (const std::string& p : in_flight()) ::unlink(p.c_str());
 }
 
+// Registered when the library is loaded, before any user static exists, so that it runs
+// after their destructors (atexit order is reversed): a session destroyed in static
+// destruction finishes its writes first, and only what is still in flight after that goes.
+__attribute__((constructor(101))) void register_in_flight_cleanup() {
+  std::atexit(remove_in_flight);
+}
+
+// A temporary file, created and registered in one step under the lock the exit hook takes,
+// so that the hook sees every temporary that exists.
 class InFlight {
  public:
-  explicit InFlight(std::string path) : path_(std::move(path)) {
-    static const bool registered = std::atexit(remove_in_flight) == 0;
-    (void)registered;
+  InFlight(std::string path, const std::string& final_path) : path_(std::move(path)) {
     std::lock_guard<std::mutex> lock(in_flight_mu());
+    if (g_exiting)
+      throw Error("ptprof: trace file " + final_path + " not written: the process is exiting");
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw Error("ptprof: cannot create trace file " + final_path + ": " + errno_text(errno));
     in_flight().insert(path_);
   }
   ~InFlight() {
     std::lock_guard<std::mutex> lock(in_flight_mu());
     in_flight().erase(path_);
   }
+  int fd() const { return fd_; }
 
  private:
   std::string path_;
+  int fd_ = -1;
 };
 
 }  // namespace
@@ -424,9 +452,8 @@ void write_file_atomically(const std::string& path, const std::function<void(Sin
   // A hidden name that matches no viewer's file pattern (".json"/".gz" suffixes).
   const std::string tmp = (slash == std::string::npos ? std::string() : dir) + "." + base + "." +
                           std::to_string(::getpid()) + ".tmp";
-  InFlight guard(tmp);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("ptprof: cannot create trace file " + path + ": " + errno_text(errno));
+  InFlight guard(tmp, path);
+  const int fd = guard.fd();
   try {
     FileSink file(fd, path);
     if (ends_with(path, ".gz")) {

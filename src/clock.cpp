@@ -70,16 +70,16 @@ bool calibrate_tsc() {
 
 }  // namespace
 
-bool g_ticks_are_tsc = false;
+std::atomic<bool> g_ticks_are_tsc{false};
 
 void calibrate_clock() {
   static const bool tsc = calibrate_tsc();  // thread-safe, once
-  g_ticks_are_tsc = tsc;
+  g_ticks_are_tsc.store(tsc, std::memory_order_relaxed);
 }
 
 TickConverter TickConverter::current() {
   TickConverter c;
-  c.tsc_ = g_ticks_are_tsc;
+  c.tsc_ = g_ticks_are_tsc.load(std::memory_order_relaxed);
   if (!c.tsc_) return c;
   const Pair a = reference_pair();
   const Pair b = read_pair();
@@ -104,11 +104,16 @@ int64_t measure_unix_offset_ns() {
   return offset;
 }
 
+int64_t trace_base_time_ns(int64_t unix_ns) {
+  constexpr int64_t kPeriodNs = int64_t{7889238} * 1000000000;
+  int64_t rem = unix_ns % kPeriodNs;
+  if (rem < 0) rem += kPeriodNs;  // floor, not truncation toward zero, for times before 1970
+  int64_t base;
+  return __builtin_sub_overflow(unix_ns, rem, &base) ? unix_ns : base;
+}
+
 int64_t trace_base_time_ns() {
-  static const int64_t base = [] {
-    constexpr int64_t kPeriodNs = int64_t{7889238} * 1000000000;
-    return realtime_ns() / kPeriodNs * kPeriodNs;
-  }();
+  static const int64_t base = trace_base_time_ns(realtime_ns());
   return base;
 }
 

@@ -9,6 +9,7 @@
 
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
 
 #if defined(__x86_64__)
@@ -25,12 +26,13 @@ inline int64_t now_ns() {
 
 // True when ticks are TSC cycles. Set once by calibrate_clock(), which the recorder calls
 // before it registers any callback, so ticks of one kind are never mixed with the other.
-extern bool g_ticks_are_tsc;
+extern std::atomic<bool> g_ticks_are_tsc;  // set once per install; read on every op
 void calibrate_clock();
 
 inline int64_t now_ticks() {
 #if defined(__x86_64__)
-  if (__builtin_expect(g_ticks_are_tsc, 1)) return static_cast<int64_t>(__rdtsc());
+  if (__builtin_expect(g_ticks_are_tsc.load(std::memory_order_relaxed), 1))
+    return static_cast<int64_t>(__rdtsc());
 #endif
   return now_ns();
 }
@@ -57,7 +59,12 @@ class TickConverter {
 int64_t measure_unix_offset_ns();
 
 // Kineto's baseTimeNanoseconds: the Unix time floored to a 7,889,238 s boundary, fixed for
-// the process so that every trace of a run shares it.
+// the process (Kineto's own base, which a trace of this run gets unless its times lie in
+// another period).
 int64_t trace_base_time_ns();
+// The 7,889,238 s boundary at or before `unix_ns` (floored, negative times included), or
+// `unix_ns` itself where that boundary is below INT64_MIN: the trace writer's base for a trace
+// whose earliest time is `unix_ns`, so every time it writes is a non-negative offset from it.
+int64_t trace_base_time_ns(int64_t unix_ns);
 
 }  // namespace ptprof::detail

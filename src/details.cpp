@@ -115,7 +115,11 @@ DecodedDetails decode_details(std::string_view bytes) {
             if (!r.get(&raw)) return out;
             double d;
             text += (k ? ", " : "") + format_number(tag, raw, &d);
-            in.sizes.push_back(static_cast<int64_t>(d));
+            // Ints as recorded (through a double they lost precision beyond 2^53).
+            int64_t i;
+            std::memcpy(&i, raw, 8);
+            if (tag == 1) i = double_to_int64(d).value_or(kUnknownListValue);
+            in.sizes.push_back(i);
           }
           in.concrete = text + "]";
           in.dtype = "ScalarList";

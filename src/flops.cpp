@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "details.h"
+
 namespace ptprof::detail {
 
 namespace {
@@ -52,9 +54,10 @@ bool absent(const std::vector<OpInput>& in, std::size_t i) {
   return i >= in.size() || in[i].kind == OpInput::Kind::None;
 }
 
+// An int argument; nullopt where it is not a Scalar or its value has no int64_t.
 std::optional<int64_t> int_arg(const std::vector<OpInput>& in, std::size_t i, int64_t dflt) {
   if (absent(in, i)) return dflt;
-  if (in[i].kind == OpInput::Kind::Scalar) return static_cast<int64_t>(in[i].scalar);
+  if (in[i].kind == OpInput::Kind::Scalar) return double_to_int64(in[i].scalar);
   return std::nullopt;
 }
 
@@ -78,8 +81,14 @@ std::optional<Sizes> int_list(const std::vector<OpInput>& in, std::size_t i, int
                               std::size_t n) {
   if (absent(in, i)) return Sizes(n, dflt);
   const OpInput& x = in[i];
-  if (x.kind == OpInput::Kind::Scalar) return Sizes(n, static_cast<int64_t>(x.scalar));
+  if (x.kind == OpInput::Kind::Scalar) {
+    const auto v = double_to_int64(x.scalar);
+    if (!v) return std::nullopt;
+    return Sizes(n, *v);
+  }
   if (x.kind != OpInput::Kind::ScalarList) return std::nullopt;
+  if (std::find(x.sizes.begin(), x.sizes.end(), kUnknownListValue) != x.sizes.end())
+    return std::nullopt;
   if (x.sizes.size() == 1) return Sizes(n, x.sizes[0]);
   if (x.sizes.size() != n) return std::nullopt;
   return x.sizes;
@@ -175,6 +184,27 @@ uint64_t linear(const Sizes* x, const Sizes* w) {
   return c.get();
 }
 
+// A convolution's output size in one dim, (in + 2p - d(k-1) - 1) / s + 1; nullopt where a step
+// overflows int64_t (recorded arguments can be anything) or the stride is not positive.
+std::optional<int64_t> conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  if (s <= 0) return std::nullopt;
+  int64_t two_p, k1, span, v;
+  if (__builtin_mul_overflow(p, 2, &two_p) || __builtin_sub_overflow(k, 1, &k1) ||
+      __builtin_mul_overflow(d, k1, &span) || __builtin_add_overflow(in, two_p, &v) ||
+      __builtin_sub_overflow(v, span, &v) || __builtin_sub_overflow(v, 1, &v) ||
+      __builtin_add_overflow(v / s, 1, &v))
+    return std::nullopt;
+  return v;
+}
+
+// The "same" padding's output size, ceil(in / s).
+std::optional<int64_t> conv_same_out(int64_t in, int64_t s) {
+  if (s <= 0) return std::nullopt;
+  int64_t v;
+  if (__builtin_add_overflow(in, s - 1, &v)) return std::nullopt;
+  return v / s;
+}
+
 // Where a convolution op keeps its arguments (indexes into the schema; -1: not in it).
 struct ConvSchema {
   int stride, padding, dilation, transposed, groups;
@@ -204,12 +234,14 @@ uint64_t convolution(const std::vector<OpInput>& in, const ConvSchema& s) {
     if (!t) return 0;
     transposed = *t;
   }
+  // ATen requires groups > 0; anything else (a double, a list) is not a valid call, and an
+  // unknown groups must not skip the channel check below.
   const auto groups = int_arg(in, s.groups, 1);
-  if (groups && *groups > 0) {
-    // Weights that do not fit the input mean the inputs are not what this schema expects.
-    const int64_t expected = transposed ? (*w)[0] : (*w)[1] * *groups;
-    if (channels != expected) return 0;
-  }
+  if (!groups || *groups <= 0) return 0;
+  // Weights that do not fit the input mean the inputs are not what this schema expects.
+  int64_t expected = (*w)[0];
+  if (!transposed && __builtin_mul_overflow((*w)[1], *groups, &expected)) return 0;
+  if (channels != expected) return 0;
 
   Count c(2);
   c *= n;
@@ -241,14 +273,11 @@ uint64_t convolution(const std::vector<OpInput>& in, const ConvSchema& s) {
   }
   if (!stride || !dilation || (!same && !padding)) return 0;
   for (std::size_t i = 0; i < nd; ++i) {
-    if ((*stride)[i] <= 0) return 0;
-    const int64_t out =
-        same ? (x_spatial[i] + (*stride)[i] - 1) / (*stride)[i]
-             : (x_spatial[i] + 2 * (*padding)[i] - (*dilation)[i] * (kernel[i] - 1) - 1) /
-                       (*stride)[i] +
-                   1;
-    if (out <= 0) return 0;
-    c *= out;
+    const auto out =
+        same ? conv_same_out(x_spatial[i], (*stride)[i])
+             : conv_out(x_spatial[i], kernel[i], (*stride)[i], (*padding)[i], (*dilation)[i]);
+    if (!out || *out <= 0) return 0;
+    c *= *out;
   }
   return c.get();
 }
@@ -307,7 +336,9 @@ uint64_t attention(const std::vector<OpInput>& in) {
   c *= a->batch;
   c *= a->lq;
   c *= a->lk;
-  c *= a->e + a->ev;
+  int64_t e;
+  if (__builtin_add_overflow(a->e, a->ev, &e)) return 0;
+  c *= e;
   return c.get();
 }
 
@@ -320,7 +351,11 @@ uint64_t attention_backward(const std::vector<OpInput>& in) {
   c *= a->batch;
   c *= a->lq;
   c *= a->lk;
-  c *= 3 * a->e + 2 * a->ev;
+  int64_t e3, e2, e;
+  if (__builtin_mul_overflow(a->e, 3, &e3) || __builtin_mul_overflow(a->ev, 2, &e2) ||
+      __builtin_add_overflow(e3, e2, &e))
+    return 0;
+  c *= e;
   return c.get();
 }
 

@@ -125,17 +125,28 @@ JsonWriter& JsonWriter::raw(std::string_view json) {
   return *this;
 }
 
-JsonWriter& JsonWriter::value_us(int64_t ns) {
-  separate();
-  if (ns < 0) {
-    buf_.push_back('-');
-    ns = -ns;
-  }
-  append_int(buf_, ns / 1000);
+namespace {
+void append_us(std::string& out, bool negative, uint64_t ns) {
+  if (negative) out.push_back('-');
+  append_int(out, ns / 1000);
   const int frac = static_cast<int>(ns % 1000);
   char f[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
                static_cast<char>('0' + frac % 10)};
-  buf_.append(f, 4);
+  out.append(f, 4);
+}
+}  // namespace
+
+JsonWriter& JsonWriter::value_us(int64_t ns) {
+  separate();
+  // The magnitude as uint64_t: -INT64_MIN does not fit int64_t.
+  const uint64_t mag = static_cast<uint64_t>(ns);
+  append_us(buf_, ns < 0, ns < 0 ? uint64_t{0} - mag : mag);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value_us(uint64_t ns) {
+  separate();
+  append_us(buf_, false, ns);
   return *this;
 }
 

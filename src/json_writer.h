@@ -52,6 +52,8 @@ class JsonWriter {
   JsonWriter& raw(std::string_view json);
   // Nanoseconds as the trace format's microseconds with exactly three decimals.
   JsonWriter& value_us(int64_t ns);
+  // The same for an offset that may exceed INT64_MAX (a time minus a far earlier base).
+  JsonWriter& value_us(uint64_t ns);
   // The next element starts on a new line (keeps traces greppable; not significant in JSON).
   JsonWriter& newline();
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -81,7 +82,8 @@ class Names {
     ids_.emplace(names_.back(), id);
     return id;
   }
-  std::vector<std::string> snapshot() {
+  // Views, not copies: the table only grows and is never freed, so they stay valid.
+  std::vector<std::string_view> snapshot() {
     std::lock_guard<std::mutex> lock(mu_);
     return {names_.begin(), names_.end()};
   }
@@ -120,8 +122,33 @@ struct Entry {
   uint32_t id = 0;
 };
 
+// "ProfilerStep#<N>": a new name every step. Interning each would grow the table (and every
+// window's snapshot of it) without bound, so such a record keeps N in its seq_nr instead
+// (a user-scope range has no sequence number) and the name is rebuilt at collection.
+bool parse_step_name(const char* s, int64_t* step) {
+  static constexpr char kPrefix[] = "ProfilerStep#";
+  if (std::strncmp(s, kPrefix, sizeof(kPrefix) - 1) != 0) return false;
+  const char* d = s + sizeof(kPrefix) - 1;
+  int64_t n = 0;
+  int digits = 0;
+  for (; *d >= '0' && *d <= '9'; ++d, ++digits) {
+    if (digits == 18) return false;  // keeps n in range
+    n = n * 10 + (*d - '0');
+  }
+  if (digits == 0 || *d != '\0' || (digits > 1 && s[sizeof(kPrefix) - 1] == '0')) return false;
+  *step = n;
+  return true;
+}
+
 class NameCache {
  public:
+  NameCache() = default;
+  NameCache(const NameCache&) = delete;
+  NameCache& operator=(const NameCache&) = delete;
+  ~NameCache() {
+    for (Entry& e : entries_) std::free(const_cast<char*>(e.text));
+  }
+
   // Exact: a pointer hit is confirmed by comparing the bytes, NUL included, with the cached
   // copy (op names from schemas keep their pointer; names of ranges live in the
   // RecordFunction and may reuse an address for other text, which then falls through).
@@ -144,6 +171,11 @@ class NameCache {
     for (std::size_t probe = 0; probe < kSize; ++probe, i = (i + 1) & (kSize - 1)) {
       Entry& e = entries_[i];
       if (e.text == nullptr) {
+        int64_t step;
+        if (parse_step_name(s, &step)) {
+          last_uncached_ = kStepNameId;
+          return nullptr;
+        }
         const uint32_t id = names().intern(std::string_view(s, n));
         if (used_ * 4 < kSize * 3) {  // keep the table under 75% full
           char* copy = static_cast<char*>(std::malloc(n + 1));
@@ -159,7 +191,9 @@ class NameCache {
       }
       if (e.hash == h && e.len == n && std::memcmp(e.text, s, n) == 0) return &e;
     }
-    last_uncached_ = names().intern(std::string_view(s, n));
+    int64_t step;
+    last_uncached_ =
+        parse_step_name(s, &step) ? kStepNameId : names().intern(std::string_view(s, n));
     return nullptr;
   }
 
@@ -186,10 +220,13 @@ std::atomic<uint64_t> g_next_corr_block{0};
 std::atomic<CorrelationHook> g_push_hook{nullptr};
 std::atomic<CorrelationHook> g_pop_hook{nullptr};
 // Capture options of the installed callback; written only while no callback is installed.
-bool g_capture_inputs = false;
-bool g_capture_any_details = false;  // inputs or stacks
-bool g_capture_stacks = false;
-int g_stack_depth = 64;
+// Atomics (relaxed: a plain load on x86) because a callback removed by at::removeCallback
+// may still be running on another thread when the next install() writes them.
+std::atomic<bool> g_capture_inputs{false};
+std::atomic<bool> g_capture_any_details{false};  // inputs or stacks
+std::atomic<bool> g_capture_stacks{false};
+std::atomic<int> g_stack_depth{64};
+constexpr auto kRelaxed = std::memory_order_relaxed;
 std::atomic<bool> g_capture_memory{false};
 constexpr uint64_t kCorrBlock = 1 << 16;
 
@@ -225,6 +262,7 @@ struct ThreadState {
     uint64_t handle;
     uint32_t gen;
     bool pushed;  // an external correlation id was pushed and must be popped
+    uint64_t correlation;
   };
   static constexpr uint32_t kMaxOpen = 1024;
   Open open[kMaxOpen];
@@ -298,7 +336,7 @@ struct ThreadState {
         c->refs = nullptr;
       }
       c->next = nullptr;
-      if (c->refs == nullptr && g_capture_any_details) {
+      if (c->refs == nullptr && g_capture_any_details.load(kRelaxed)) {
         c->refs = new (std::nothrow) uint64_t[kChunkSlots];
       }
       // Linked before the size that covers it is published.
@@ -488,21 +526,21 @@ void encode_inputs(DetailWriter& w, c10::ArrayRef<const c10::IValue> inputs) {
   }
 }
 
-std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn);
-
-__attribute__((noinline)) void encode_stack(DetailWriter& w, int depth_limit) {
+// `caller_pc`: the return address into on_enter, which is exactly the pc the unwinder reports
+// for on_enter's frame; everything up to it is ptprof's own (code size and inlining aside).
+__attribute__((noinline)) void encode_stack(DetailWriter& w, int depth_limit,
+                                            const void* caller_pc) {
   void* frames[256];
   // ptprof's own frames come first; a few spare slots keep `depth_limit` for the rest, and
   // one more than kept tells a cut stack.
   constexpr int kOwnMax = 6;
   const int cap = std::min(depth_limit + kOwnMax + 1, 256);
   int n = capture_stack(frames, cap);
-  // Skip up to and including the frame in on_enter (its return address lies in its body).
-  const auto enter = reinterpret_cast<uintptr_t>(&on_enter);
+  const auto want = reinterpret_cast<uintptr_t>(caller_pc);
   int skip = 0;
   for (int i = 0; i < std::min(n, kOwnMax); ++i) {
     const auto pc = reinterpret_cast<uintptr_t>(frames[i]);
-    if (pc > enter && pc < enter + 4096) {
+    if (pc == want || pc + 1 == want) {
       skip = i + 1;
       break;
     }
@@ -518,13 +556,13 @@ __attribute__((noinline)) void record_details(ThreadState* ts, Slot* s,
                                              const at::RecordFunction& fn) {
   s->flags |= kFlagDetails;
   DetailWriter w(ts->scratch, sizeof(ts->scratch));
-  if (g_capture_inputs) {
+  if (g_capture_inputs.load(kRelaxed)) {
     encode_inputs(w, fn.inputs());
   } else {
     w.put<uint8_t>(kNotCaptured);
   }
-  if (g_capture_stacks) {
-    encode_stack(w, g_stack_depth);
+  if (g_capture_stacks.load(kRelaxed)) {
+    encode_stack(w, g_stack_depth.load(kRelaxed), __builtin_return_address(0));
   } else {
     w.put<uint8_t>(0);
     w.put<uint8_t>(0);
@@ -603,9 +641,20 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     // range ended by step() on another thread, async ops) and will never pop here. Drop the
     // older half; an op among them that does end later just stays unfinished.
     constexpr uint32_t kKeep = ThreadState::kMaxOpen / 2;
+    // The external correlation stack mirrors this one: unwind it and push the kept ids
+    // again, so neither keeps what was dropped.
+    CorrelationHook pop = g_pop_hook.load(std::memory_order_relaxed);
+    CorrelationHook push = g_push_hook.load(std::memory_order_relaxed);
+    for (uint32_t i = ThreadState::kMaxOpen; i-- > 0;)
+      if (ts->open[i].pushed && pop) pop(0);
     std::memmove(ts->open, ts->open + (ThreadState::kMaxOpen - kKeep),
                  kKeep * sizeof(ThreadState::Open));
     ts->open_n = kKeep;
+    for (uint32_t i = 0; i < kKeep; ++i) {
+      ThreadState::Open& o = ts->open[i];
+      o.pushed = o.pushed && push != nullptr && pop != nullptr;
+      if (o.pushed) push(o.correlation);
+    }
   }
   const uint32_t g = g_gen.load(std::memory_order_acquire);
   if (__builtin_expect(ts->seen_gen != g, 0)) ts->rotate(g);
@@ -618,18 +667,19 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   s->scope = static_cast<uint8_t>(fn.scope());
   s->flags = fn.isAsync() ? kFlagAsync : 0;
   s->seq_nr = fn.seqNr();
+  if (__builtin_expect(s->name_id == kStepNameId, 0)) parse_step_name(fn.name(), &s->seq_nr);
   s->fwd_tid = fn.forwardThreadId();
   s->handle = fn.handle();
   s->correlation = ts->next_correlation();
   s->end.store(0, std::memory_order_relaxed);
   CorrelationHook push = g_push_hook.load(std::memory_order_relaxed);
-    if (g_capture_any_details) record_details(ts, s, fn);
+  if (g_capture_any_details.load(kRelaxed)) record_details(ts, s, fn);
   // The reporter's slot can only change between outermost ops (thread-local state is swapped
   // at task boundaries: autograd graph tasks, at::launch), so nested ops skip the check.
   if (__builtin_expect(g_capture_memory.load(std::memory_order_relaxed), 0) && ts->open_n == 0) {
     ensure_memory_reporter();
   }
-  ts->open[ts->open_n++] = ThreadState::Open{s, s->handle, g, push != nullptr};
+  ts->open[ts->open_n++] = ThreadState::Open{s, s->handle, g, push != nullptr, s->correlation};
   if (push) push(s->correlation);
   s->start = now_ticks();
   ts->publish();
@@ -678,10 +728,12 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
     if (ts->open[k].handle != handle) return;
   }
   const ThreadState::Open o = ts->open[k];
-  ts->open_n = k;
-  if (o.pushed) {
-    if (CorrelationHook pop = g_pop_hook.load(std::memory_order_relaxed)) pop(0);
+  // One pop per pushed entry from the match up: the abandoned ones above it pushed too.
+  if (CorrelationHook pop = g_pop_hook.load(std::memory_order_relaxed)) {
+    for (uint32_t i = ts->open_n; i-- > k;)
+      if (ts->open[i].pushed) pop(0);
   }
+  ts->open_n = k;
   // A record of a window that has closed may be in a buffer that is being reused.
   if (g_gen.load(std::memory_order_acquire) != o.gen) return;
   o.slot->end.store(t, std::memory_order_relaxed);
@@ -702,15 +754,16 @@ std::size_t Recorder::record_bytes() { return sizeof(Slot); }
 void Recorder::install(const CaptureOptions& capture) {
   std::lock_guard<std::mutex> lock(g_install_mu);
   calibrate_clock();
-  const bool same = g_handle != 0 && g_capture_inputs == capture.inputs &&
-                    g_capture_stacks == capture.stacks && g_stack_depth == capture.stack_depth;
+  const bool same = g_handle != 0 && g_capture_inputs.load() == capture.inputs &&
+                    g_capture_stacks.load() == capture.stacks &&
+                    g_stack_depth.load() == std::max(1, std::min(capture.stack_depth, 250));
   if (!same) {
     if (g_handle != 0) at::removeCallback(g_handle);
     // The capture flags change only while no callback of ours is registered.
-    g_capture_inputs = capture.inputs;
-    g_capture_stacks = capture.stacks;
-    g_stack_depth = std::max(1, std::min(capture.stack_depth, 250));
-    g_capture_any_details = capture.inputs || capture.stacks;
+    g_capture_inputs.store(capture.inputs);
+    g_capture_stacks.store(capture.stacks);
+    g_stack_depth.store(std::max(1, std::min(capture.stack_depth, 250)));
+    g_capture_any_details.store(capture.inputs || capture.stacks);
     if (capture.stacks) warm_up_stack_capture();  // first-use costs outside the window
     g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_enter, &on_exit)
                                          .needsInputs(capture.inputs)

@@ -42,6 +42,8 @@ constexpr uint8_t kFlagAsync = 1;
 constexpr uint8_t kFlagDetails = 2;  // the hot path wrote details for this record
 constexpr uint8_t kScopeMemory = 0xFE;
 constexpr uint64_t kNoDetails = ~uint64_t{0};
+// name_id of a "ProfilerStep#N" range, whose N is in RawRecord::seq_nr (never interned).
+constexpr uint32_t kStepNameId = 0xFFFFFFFEu;
 
 // What the callback captures beyond the fixed record.
 struct CaptureOptions {
@@ -62,7 +64,7 @@ struct CollectedThread {
 struct Collected {
   TickConverter clock;  // ticks of the records -> CLOCK_MONOTONIC ns
   std::vector<CollectedThread> threads;
-  std::vector<std::string> names;  // by name_id (every name interned so far)
+  std::vector<std::string_view> names;  // by name_id (every name interned so far)
   uint64_t dropped = 0;         // ops and ranges
   uint64_t dropped_memory = 0;  // memory events
 };

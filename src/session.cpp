@@ -372,7 +372,9 @@ class SessionImpl {
       t.threads.push_back(ThreadInfo{th.os_tid, th.logical_tid, th.name});
       for (const detail::RawRecord& r : th.records) {
         const int64_t start = c.clock.to_ns(r.start);
-        if (start < window_start_ || start > end) continue;
+        // Something that starts at the very end has no time in the window (and, cut to zero
+        // length there, would not even nest in its own parent, which is cut at the same point).
+        if (start < window_start_ || start >= end) continue;
         if (r.scope == detail::kScopeMemory) {
           MemoryEvent m;
           m.time_ns = start + unix_offset_ns_;
@@ -387,7 +389,9 @@ class SessionImpl {
           t.memory_events.push_back(m);
           continue;
         }
-        if (!interned[r.name_id]) {
+        const bool step_range = r.name_id == detail::kStepNameId;
+        if (!step_range && r.name_id >= c.names.size()) continue;  // cannot happen; be safe
+        if (!step_range && !interned[r.name_id]) {
           name_views[r.name_id] = t.intern(c.names[r.name_id]);
           interned[r.name_id] = true;
         }
@@ -395,7 +399,8 @@ class SessionImpl {
         e.kind = r.scope == static_cast<uint8_t>(at::RecordScope::USER_SCOPE)
                      ? EventKind::UserAnnotation
                      : EventKind::CpuOp;
-        e.name = name_views[r.name_id];
+        e.name = step_range ? t.intern("ProfilerStep#" + std::to_string(r.seq_nr))
+                            : name_views[r.name_id];
         e.start_ns = start + unix_offset_ns_;
         // An op still running when the window closed (or that ended while it was being
         // collected) is cut at the window's end and marked unfinished, as Kineto does.
@@ -406,7 +411,7 @@ class SessionImpl {
         e.tid = th.os_tid;
         e.external_id = r.correlation;
         e.record_function_id = r.handle;
-        e.sequence_nr = r.seq_nr;
+        e.sequence_nr = step_range ? -1 : r.seq_nr;
         e.fwd_thread_id = r.fwd_tid;
         e.thread_id = th.logical_tid;
         e.is_async = (r.flags & detail::kFlagAsync) != 0;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -60,6 +61,10 @@ TEST(JsonWriter, MicrosecondsHaveExactlyThreeDecimals) {
   EXPECT_EQ(us(1000), "1.000");
   EXPECT_EQ(us(4458676416788066), "4458676416788.066");
   EXPECT_EQ(us(-1500), "-1.500");
+  EXPECT_EQ(us(std::numeric_limits<int64_t>::min()), "-9223372036854775.808");
+  JsonWriter w;
+  w.value_us(std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(w.take(), "18446744073709551.615");
 }
 
 TEST(JsonWriter, NestingAndCommas) {

@@ -204,6 +204,30 @@ TEST(Session, StopDuringAnActiveWindowSavesIt) {
   EXPECT_TRUE(s.stop().ok());  // idempotent
 }
 
+TEST(Session, StepNamesKeepTheirNumbersAndLookalikeRangesTheirNames) {
+  // ProfilerStep#N is stored as a number, not an interned name; ranges that only look like
+  // one (leading zero, suffix, no digits, too many digits) are ordinary names.
+  std::vector<std::shared_ptr<Trace>> traces;
+  Options o = with_traces(&traces);
+  o.schedule = Schedule{0, 0, 2, 1};
+  const std::vector<std::string> lookalikes = {"ProfilerStep#07", "ProfilerStep#5x",
+                                               "ProfilerStep#", "ProfilerStep#1234567890123456789",
+                                               "ProfilerStep"};
+  {
+    ProfileSession s(o);
+    for (int i = 0; i < 2; ++i) {
+      for (const auto& n : lookalikes) Range r(n);
+      s.step();
+    }
+  }
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(count_events(*traces[0], "ProfilerStep#0"), 1);
+  EXPECT_EQ(count_events(*traces[0], "ProfilerStep#1"), 1);
+  for (const auto& n : lookalikes) EXPECT_EQ(count_events(*traces[0], n), 2) << n;
+  for (const Event& e : traces[0]->events)
+    if (e.name.rfind("ProfilerStep#", 0) == 0) EXPECT_EQ(e.sequence_nr, -1) << e.name;
+}
+
 TEST(Session, StopDuringWarmupSavesNothing) {
   std::vector<std::shared_ptr<Trace>> traces;
   Options o = with_traces(&traces);

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "recorder.h"
 #include "test_util.h"
 
 namespace ptprof {
@@ -132,6 +133,77 @@ TEST(Threads, AutogradBackwardOnAnotherThreadIsCaptured) {
   ASSERT_EQ(fwd_tids.size(), 1u);
   ASSERT_EQ(bwd_tids.size(), 1u);
   EXPECT_NE(*fwd_tids.begin(), *bwd_tids.begin());
+}
+
+// The GPU side mirrors each thread's open ops on CUPTI's external-correlation stack through
+// these hooks; they must stay balanced whatever happens to the ops. Counted per thread.
+thread_local int64_t t_corr_depth = 0;
+std::atomic<int64_t> g_corr_max_depth{0};
+void count_push(uint64_t) {
+  ++t_corr_depth;
+  int64_t m = g_corr_max_depth.load();
+  while (t_corr_depth > m && !g_corr_max_depth.compare_exchange_weak(m, t_corr_depth)) {
+  }
+}
+void count_pop(uint64_t) {
+  --t_corr_depth;
+}
+
+// Ranges begun on this thread and ended on another (as step() may do with ProfilerStep#N).
+std::vector<std::unique_ptr<at::RecordFunction>> begin_ranges(int n, const char* name) {
+  std::vector<std::unique_ptr<at::RecordFunction>> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE));
+    if (out.back()->isActive()) out.back()->before(name);
+  }
+  return out;
+}
+void end_on_another_thread(std::vector<std::unique_ptr<at::RecordFunction>> rfs) {
+  std::thread([rfs = std::move(rfs)]() mutable { rfs.clear(); }).join();
+}
+
+TEST(Threads, CorrelationStackStaysBalancedWhenOpsEndElsewhere) {
+  Options o;
+  o.write_in_background = false;
+  ProfileSession s(o);
+  detail::Recorder::get().set_correlation_hooks(&count_push, &count_pop);
+  t_corr_depth = 0;
+  g_corr_max_depth = 0;
+  auto x = torch::ones({1});
+  auto one = torch::ones({1});
+  {
+    Range r("outer");
+    x.add_(one);
+  }
+  EXPECT_EQ(t_corr_depth, 0) << "plain ops";
+
+  // An op ended elsewhere while one below it ends here: the abandoned one is popped too.
+  {
+    auto below = begin_ranges(1, "below");
+    auto above = begin_ranges(1, "above");
+    EXPECT_EQ(t_corr_depth, 2);
+    end_on_another_thread(std::move(above));
+    below.clear();
+    EXPECT_EQ(t_corr_depth, 0) << "an abandoned op above the one that ended";
+  }
+
+  // Thousands of ops that never end here: the open stack is compacted, and the mirrored
+  // stack with it, to exactly the ops still open here.
+  constexpr int kAbandoned = 3000;
+  auto many = begin_ranges(kAbandoned, "abandoned");
+  x.add_(one);
+  EXPECT_LE(g_corr_max_depth.load(), 1024 + 1);
+  EXPECT_GT(t_corr_depth, 0);
+  EXPECT_LE(t_corr_depth, 1024);
+  end_on_another_thread(std::move(many));
+  const int64_t left = t_corr_depth;  // the kept ones, never popped here
+  {
+    Range r("after");
+    x.add_(one);
+  }
+  EXPECT_EQ(t_corr_depth, left) << "ops after the compaction push and pop in pairs";
+  detail::Recorder::get().set_correlation_hooks(nullptr, nullptr);
+  EXPECT_TRUE(s.stop().ok());
 }
 
 }  // namespace

@@ -58,5 +58,66 @@ TEST(TraceReader, MalformedInputIsRejectedWithAReason) {
   EXPECT_EQ(error_of(R"({"traceEvents": [{"ph": "M", "name": "process_name"}]})"), "");
 }
 
+TEST(TraceReader, TimesAreTheExactDecimalOfTheText) {
+  // ns from the µs text itself, never through a double: more than three decimals round half
+  // away from zero, exponents shift the digits.
+  auto start_of = [](const std::string& ts, const std::string& base = "0") {
+    const Trace t = detail::parse_trace(
+        R"({"baseTimeNanoseconds": )" + base +
+            R"(, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": )" + ts +
+            R"(, "dur": 0.0015}]})",
+        "input");
+    EXPECT_EQ(t.events.at(0).duration_ns, 2);
+    return t.events.at(0).start_ns;
+  };
+  EXPECT_EQ(start_of("1"), 1000);
+  EXPECT_EQ(start_of("1.5"), 1500);
+  EXPECT_EQ(start_of("4458676416788.066"), 4458676416788066);
+  EXPECT_EQ(start_of("4458676416788.0665"), 4458676416788067);
+  EXPECT_EQ(start_of("0.0005"), 1);
+  EXPECT_EQ(start_of("0.00049999"), 0);
+  EXPECT_EQ(start_of("-0.0005"), -1);
+  EXPECT_EQ(start_of("-1.2344999"), -1234);
+  EXPECT_EQ(start_of("-0.0"), 0);
+  EXPECT_EQ(start_of("1.5e3"), 1500000);
+  EXPECT_EQ(start_of("15E-4"), 2);
+  EXPECT_EQ(start_of("1e-7"), 0);
+  EXPECT_EQ(start_of("0.000001e+6"), 1000);
+  // An offset beyond INT64_MAX ns is fine where the time itself fits.
+  EXPECT_EQ(start_of("12000000000000000.000", "-9000000000000000000"), 3000000000000000000);
+  EXPECT_THROW(start_of("12000000000000000.000"), Error);
+  EXPECT_THROW(start_of("1e400"), Error);
+}
+
+TEST(TraceReader, ATraceSpanningTheWholeInt64RangeRoundTrips) {
+  // The writer's base is the trace's earliest time floored to Kineto's period; offsets from it
+  // can exceed INT64_MAX and must still read back exactly.
+  Trace t;
+  for (int64_t start : {int64_t{-9000000000000000001}, int64_t{0}, int64_t{9000000000000000001}}) {
+    Event e;
+    e.name = t.intern("op");
+    e.start_ns = start;
+    e.duration_ns = 7;
+    e.tid = 1;
+    t.events.push_back(e);
+    MemoryEvent m;
+    m.time_ns = start + 3;
+    m.bytes = 16;
+    t.memory_events.push_back(m);
+  }
+  t.window_start_ns = t.events.front().start_ns;
+  t.window_end_ns = t.events.back().start_ns + 7;
+  const Trace back = detail::parse_trace(t.to_json(), "round trip");
+  ASSERT_EQ(back.events.size(), t.events.size());
+  ASSERT_EQ(back.memory_events.size(), t.memory_events.size());
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    EXPECT_EQ(back.events[i].start_ns, t.events[i].start_ns);
+    EXPECT_EQ(back.events[i].duration_ns, 7);
+    EXPECT_EQ(back.memory_events[i].time_ns, t.memory_events[i].time_ns);
+  }
+  EXPECT_EQ(back.window_start_ns, t.window_start_ns);
+  EXPECT_EQ(back.window_end_ns, t.window_end_ns);
+}
+
 }  // namespace
 }  // namespace ptprof

@@ -117,8 +117,13 @@ int run(int argc, char** argv) {
       ++per_cat[ptprof::category(e.kind)];
       if (e.name.rfind("ProfilerStep#", 0) == 0) ++steps;
     }
-    std::cout << path << ": " << trace.events.size() << " events, " << steps << " steps, window "
-              << (trace.window_end_ns - trace.window_start_ns) / 1000 << " us\n";
+    std::cout << path << ": " << trace.events.size() << " events, " << steps
+              << " steps, window "
+              // Unsigned: the reader gives end >= start, but the span may exceed INT64_MAX.
+              << (static_cast<uint64_t>(trace.window_end_ns) -
+                  static_cast<uint64_t>(trace.window_start_ns)) /
+                     1000
+              << " us\n";
     for (const auto& [c, n] : per_cat) std::cout << "  " << c << ": " << n << "\n";
     return 0;
   }

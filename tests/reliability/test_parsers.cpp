@@ -84,12 +84,11 @@ class Details {
 
 constexpr int64_t kHuge = int64_t{1} << 62;
 
-// Found by fuzzing; fails until the library is fixed (issue 5 note).
-TEST(Parsers, DISABLED_ReaderKeepsNanosecondsWhereDoublesAreCoarse) {
+TEST(Parsers, ReaderKeepsNanosecondsWhereDoublesAreCoarse) {
   // Trace times are µs with three decimals relative to a base that moves every ~91 days
-  // (Kineto's), so they reach 7.9e12 µs. The reader parses the number as a double and
-  // multiplies by 1000: from 2^42 µs to 2^52 ns (4.398e15 to 4.504e15 ns, about a day of each
-  // period) doubles are more than 1/1000 µs apart and a quarter of the times come back 1 ns
+  // (Kineto's), so they reach 7.9e12 µs. The reader parsed the number as a double and
+  // multiplied by 1000: from 2^42 µs to 2^52 ns (4.398e15 to 4.504e15 ns, about a day of each
+  // period) doubles are more than 1/1000 µs apart and a quarter of the times came back 1 ns
   // off, which can also flip the nesting of events that touch. The reader must give back
   // exactly the ns that were written.
   const int64_t base = detail::trace_base_time_ns();
@@ -121,12 +120,11 @@ TEST(Parsers, DISABLED_ReaderKeepsNanosecondsWhereDoublesAreCoarse) {
 
 // ---- found by fuzz_trace_reader --------------------------------------------------------------
 
-// Found by fuzzing; fails until the library is fixed (issue 5 note).
-TEST(Parsers, DISABLED_TraceFromAnotherBasePeriodRoundTrips) {
+TEST(Parsers, TraceFromAnotherBasePeriodRoundTrips) {
   // fuzz_trace_reader: a trace whose baseTimeNanoseconds lies in another ~91-day period than
-  // the process's parses, but to_json() writes its times relative to the process's own base:
-  // far beyond (here ~4e15 µs) what the reader then accepts, so ptprof rejects its own output.
-  // Times before the process's base were written as 0 instead.
+  // the process's parses, but to_json() wrote its times relative to the process's own base:
+  // far beyond (here ~4e15 µs) what the reader then accepted, so ptprof rejected its own
+  // output. Times before the process's base were written as 0 instead.
   const std::string input =
       R"({"baseTimeNanoseconds":5700000000000000000,"traceEvents":[)"
       R"({"ph":"X","cat":"cpu_op","name":"aten::empty","pid":1,"tid":1,"ts":1.0,"dur":2.0}]})";
@@ -152,8 +150,7 @@ TEST(Parsers, DISABLED_TraceFromAnotherBasePeriodRoundTrips) {
   EXPECT_EQ(back.events[0].start_ns, e.start_ns);
 }
 
-// Found by fuzzing; fails until the library is fixed (issue 5 note).
-TEST(Parsers, DISABLED_ExtremeBaseTimeIsRejectedNotWrappedAround) {
+TEST(Parsers, ExtremeBaseTimeIsRejectedNotWrappedAround) {
   // Found while reviewing what fuzz_trace_reader reached: baseTimeNanoseconds + ts overflowed
   // int64_t (undefined; in practice events far in the past). The reader's contract is an
   // Error naming the bad part.
@@ -202,8 +199,7 @@ TEST(Parsers, ConvolutionFlopsOfAPlainConvAreCounted) {
   EXPECT_EQ(detail::estimate_flops("aten::conv2d", d.inputs), 2u * 4 * 3 * 9 * 6 * 6);
 }
 
-// Found by fuzzing; fails until the library is fixed (issue 5 note).
-TEST(Parsers, DISABLED_ConvolutionFlopsWithOverflowingPaddingAreUnknown) {
+TEST(Parsers, ConvolutionFlopsWithOverflowingPaddingAreUnknown) {
   // fuzz_details: flops.cpp's output size (in + 2p - d(k-1) - 1) / s + 1 overflowed int64_t;
   // with this padding it wraps around to an 8-wide input and a plausible count came out.
   const int64_t p = kHuge + (kHuge >> 1);  // 2p = 2^63 + 2^62: wraps to -2^62
@@ -217,8 +213,7 @@ TEST(Parsers, ConvolutionFlopsWithOverflowingGroupsAreUnknown) {
   EXPECT_EQ(detail::estimate_flops("aten::conv2d", d.inputs), 0u);
 }
 
-// Found by fuzzing; fails until the library is fixed (issue 5 note).
-TEST(Parsers, DISABLED_ConvolutionFlopsWithANonIntegerGroupsScalarAreUnknown) {
+TEST(Parsers, ConvolutionFlopsWithANonIntegerGroupsScalarAreUnknown) {
   // fuzz_details: a double Scalar for groups (1e300) was cast to int64_t (undefined); in
   // practice it became INT64_MIN, which skipped the channel check, and the conv was counted
   // as if its weight fit its input.

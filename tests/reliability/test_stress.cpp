@@ -77,7 +77,10 @@ void check_worker_nesting(const Trace& t, bool know_finished, Findings* f) {
     if (e.parent < 0) {
       auto it = first_range_start.find(e.tid);
       if (it != first_range_start.end() && e.start_ns > it->second)
-        f->add("an aten::add_ outside any range after the first range of its thread");
+        f->add("an aten::add_ outside any range after the first range of its thread, at " +
+               std::to_string(e.start_ns - t.window_start_ns) + " ns into a window of " +
+               std::to_string(t.window_end_ns - t.window_start_ns) + " ns, lasting " +
+               std::to_string(e.duration_ns) + " ns");
       continue;
     }
     const Event& p = t.events[e.parent];
