@@ -149,6 +149,9 @@ class NameCache {
     for (Entry& e : entries_) std::free(const_cast<char*>(e.text));
   }
 
+  // The N of the last lookup that returned kStepNameId.
+  int64_t last_step() const { return last_step_; }
+
   // Exact: a pointer hit is confirmed by comparing the bytes, NUL included, with the cached
   // copy (op names from schemas keep their pointer; names of ranges live in the
   // RecordFunction and may reuse an address for other text, which then falls through).
@@ -171,12 +174,11 @@ class NameCache {
     for (std::size_t probe = 0; probe < kSize; ++probe, i = (i + 1) & (kSize - 1)) {
       Entry& e = entries_[i];
       if (e.text == nullptr) {
-        int64_t step;
-        if (parse_step_name(s, &step)) {
-          last_uncached_ = kStepNameId;
+        const uint32_t id = intern_or_step(s, n);
+        if (id == kStepNameId) {
+          last_uncached_ = id;
           return nullptr;
         }
-        const uint32_t id = names().intern(std::string_view(s, n));
         if (used_ * 4 < kSize * 3) {  // keep the table under 75% full
           char* copy = static_cast<char*>(std::malloc(n + 1));
           if (copy != nullptr) {
@@ -191,10 +193,13 @@ class NameCache {
       }
       if (e.hash == h && e.len == n && std::memcmp(e.text, s, n) == 0) return &e;
     }
-    int64_t step;
-    last_uncached_ =
-        parse_step_name(s, &step) ? kStepNameId : names().intern(std::string_view(s, n));
+    last_uncached_ = intern_or_step(s, n);
     return nullptr;
+  }
+
+  // kStepNameId (the number kept in last_step_) or the name's id in the process table.
+  uint32_t intern_or_step(const char* s, std::size_t n) {
+    return parse_step_name(s, &last_step_) ? kStepNameId : names().intern(std::string_view(s, n));
   }
 
   static constexpr std::size_t kSize = 4096;
@@ -209,6 +214,7 @@ class NameCache {
   Entry entries_[kSize];
   std::size_t used_ = 0;
   uint32_t last_uncached_ = 0;
+  int64_t last_step_ = 0;
 };
 
 // ---- global state ----------------------------------------------------------------------
@@ -667,7 +673,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   s->scope = static_cast<uint8_t>(fn.scope());
   s->flags = fn.isAsync() ? kFlagAsync : 0;
   s->seq_nr = fn.seqNr();
-  if (__builtin_expect(s->name_id == kStepNameId, 0)) parse_step_name(fn.name(), &s->seq_nr);
+  if (__builtin_expect(s->name_id == kStepNameId, 0)) s->seq_nr = ts->names.last_step();
   s->fwd_tid = fn.forwardThreadId();
   s->handle = fn.handle();
   s->correlation = ts->next_correlation();

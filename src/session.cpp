@@ -390,7 +390,6 @@ class SessionImpl {
           continue;
         }
         const bool step_range = r.name_id == detail::kStepNameId;
-        if (!step_range && r.name_id >= c.names.size()) continue;  // cannot happen; be safe
         if (!step_range && !interned[r.name_id]) {
           name_views[r.name_id] = t.intern(c.names[r.name_id]);
           interned[r.name_id] = true;
