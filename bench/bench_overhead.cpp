@@ -25,6 +25,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include "clock.h"
@@ -131,6 +132,23 @@ class StubCupti final : public ptprof::detail::CuptiApi {
   std::atomic<int64_t> depth_{0};
 };
 #endif
+
+// The memory floor: a reporter that asks c10 for every allocation and free and does nothing
+// with them. Once any reporter says memoryProfilingEnabled(), c10's CPU allocator does its own
+// bookkeeping (a mutex and a pointer-to-size map per allocation and free) that every memory
+// profiler pays, ptprof and libtorch's alike. Must be a ProfilerStateBase: libtorch casts the
+// slot to one.
+class EmptyReporter final : public torch::profiler::impl::ProfilerStateBase {
+ public:
+  EmptyReporter()
+      : ProfilerStateBase(torch::profiler::impl::ProfilerConfig(
+            torch::profiler::impl::ProfilerState::Disabled, false, /*profile_memory=*/true)) {}
+  void reportMemoryUsage(void*, int64_t, std::size_t, std::size_t, c10::Device) override {}
+  bool memoryProfilingEnabled() const override { return true; }
+  torch::profiler::impl::ActiveProfilerType profilerType() override {
+    return torch::profiler::impl::ActiveProfilerType::NONE;
+  }
+};
 
 std::unique_ptr<at::ObserverContext> empty_start(const at::RecordFunction&) { return nullptr; }
 void empty_end(const at::RecordFunction&, at::ObserverContext*) {}
@@ -242,14 +260,28 @@ int main(int argc, char** argv) {
                              [&] { session.reset(); }});
   }
 #endif
-  // Allocating ops, for profile_memory against libtorch's.
+  // Allocating ops, for profile_memory against libtorch's and against the memory floor (the
+  // empty callback plus an empty reporter, over the empty callback alone).
   std::vector<Config> alloc_configs = {
       Config{"alloc_baseline", [] {}, [] {}},
       ptprof_with("alloc_ptprof", [](ptprof::Options&) {}),
       ptprof_with("alloc_ptprof_memory", [](ptprof::Options& o) { o.profile_memory = true; }),
-      libtorch_cfg(false), libtorch_cfg(false, true)};
+      libtorch_cfg(false),
+      libtorch_cfg(false, true),
+      floor_cfg(false),
+      Config{"alloc_floor_memory",
+             [&] {
+               floor_cfg(false).setup();
+               c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
+                                                std::make_shared<EmptyReporter>());
+             },
+             [&] {
+               c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+               at::removeCallback(handle);
+             }}};
   alloc_configs[3].name = "alloc_libtorch";
   alloc_configs[4].name = "alloc_libtorch_memory";
+  alloc_configs[5].name = "alloc_floor";
 
   std::map<std::string, std::vector<double>> samples;
   for (int r = 0; r < reps; ++r) {
@@ -278,6 +310,7 @@ int main(int argc, char** argv) {
   const double opt_memory = added_alloc("alloc_ptprof_memory") - added_alloc("alloc_ptprof");
   const double lt_shapes = added("libtorch_shapes") - added("libtorch");
   const double lt_memory = added_alloc("alloc_libtorch_memory") - added_alloc("alloc_libtorch");
+  const double floor_memory = added_alloc("alloc_floor_memory") - added_alloc("alloc_floor");
   const double gpu_corr = ns.count("ptprof_gpu_correlation")
                               ? ns["ptprof_gpu_correlation"] - ns["ptprof"]
                               : -1.0;
@@ -403,6 +436,7 @@ int main(int argc, char** argv) {
     w.key("record_shapes").value(lt_shapes);
     w.key("profile_memory").value(lt_memory);
     w.end_object();
+    w.key("memory_floor_added_ns").value(floor_memory);
     w.key("gpu_correlation_added_ns_per_op").value(gpu_corr);
     w.key("step_ms_1m_event_window").begin_object();
     w.key("background_writer").value(step_ms_background);
@@ -427,6 +461,10 @@ int main(int argc, char** argv) {
   std::printf("\noption costs on top of plain profiling (ns/op): ptprof | libtorch | target\n");
   std::printf("  record_shapes  %8.1f | %8.1f | <= half of libtorch's\n", opt_shapes, lt_shapes);
   std::printf("  profile_memory %8.1f | %8.1f | <= half of libtorch's\n", opt_memory, lt_memory);
+  std::printf(
+      "  (profile_memory floor, c10's own bookkeeping under any reporter: %.1f; ptprof above "
+      "it %.1f, libtorch above it %.1f)\n",
+      floor_memory, opt_memory - floor_memory, lt_memory - floor_memory);
   std::printf("  with_stack     %8.1f |        - | <= 2000\n", opt_stack);
   std::printf("  with_flops     %8.1f |        - |\n", opt_flops);
   std::printf("GPU correlation path (CUPTI stubbed at the seam): %.1f ns per op\n", gpu_corr);

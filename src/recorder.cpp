@@ -18,6 +18,8 @@
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/profiler/orchestration/observer.h>
 
+#include "ptprof/event.h"
+
 #include "clock.h"
 #include "details.h"
 #include "stacks.h"
@@ -31,7 +33,7 @@ struct Slot {
   int64_t start;  // ticks
   std::atomic<int64_t> end;
   uint64_t correlation;
-  uint64_t handle;
+  uint64_t bytes;  // memory records; unused by ops
   int64_t seq_nr;
   uint64_t fwd_tid;
   uint32_t name_id;
@@ -221,7 +223,8 @@ class NameCache {
 
 std::atomic<uint32_t> g_gen{0};
 std::atomic<bool> g_recording{false};
-std::atomic<int64_t> g_window_slots_left{0};  // budget of the current window, in slots
+// Budget of the current window, in records (each window_bytes_per_record()).
+std::atomic<int64_t> g_window_slots_left{0};
 std::atomic<uint64_t> g_next_corr_block{0};
 std::atomic<CorrelationHook> g_push_hook{nullptr};
 std::atomic<CorrelationHook> g_pop_hook{nullptr};
@@ -261,11 +264,11 @@ struct ThreadState {
   char scratch[kMaxDetailBytes];
 
   // Ops that have started and not ended on this thread, innermost last. The exit callback
-  // finds its record here by RecordFunction handle instead of through an ObserverContext,
+  // finds its record here by the RecordFunction's address instead of through an ObserverContext,
   // which would cost an allocation per op.
   struct Open {
     Slot* slot;
-    uint64_t handle;
+    const at::RecordFunction* fn;  // identifies the op at its exit (the object lives across both)
     uint32_t gen;
     bool pushed;  // an external correlation id was pushed and must be popped
     uint64_t correlation;
@@ -367,6 +370,7 @@ struct ThreadState {
       if (b) {
         spare_blocks = b->next;
       } else {
+        // Counted as the records its bytes would hold: details grow in the Trace as records do.
         if (g_window_slots_left.fetch_sub(kDetailBlockBytes / sizeof(Slot),
                                           std::memory_order_relaxed) <
             static_cast<int64_t>(kDetailBlockBytes / sizeof(Slot))) {
@@ -675,7 +679,6 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   s->seq_nr = fn.seqNr();
   if (__builtin_expect(s->name_id == kStepNameId, 0)) s->seq_nr = ts->names.last_step();
   s->fwd_tid = fn.forwardThreadId();
-  s->handle = fn.handle();
   s->correlation = ts->next_correlation();
   s->end.store(0, std::memory_order_relaxed);
   CorrelationHook push = g_push_hook.load(std::memory_order_relaxed);
@@ -685,7 +688,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   if (__builtin_expect(g_capture_memory.load(std::memory_order_relaxed), 0) && ts->open_n == 0) {
     ensure_memory_reporter();
   }
-  ts->open[ts->open_n++] = ThreadState::Open{s, s->handle, g, push != nullptr, s->correlation};
+  ts->open[ts->open_n++] = ThreadState::Open{s, &fn, g, push != nullptr, s->correlation};
   if (push) push(s->correlation);
   s->start = now_ticks();
   ts->publish();
@@ -711,7 +714,7 @@ void record_memory(void* ptr, int64_t bytes, std::size_t total_allocated,
   s->start = t;
   s->end.store(t, std::memory_order_relaxed);
   s->correlation = reinterpret_cast<uint64_t>(ptr);
-  s->handle = static_cast<uint64_t>(bytes);
+  s->bytes = static_cast<uint64_t>(bytes);
   s->seq_nr = static_cast<int64_t>(total_allocated);
   s->fwd_tid = static_cast<uint64_t>(total_reserved);
   s->flags = 0;
@@ -725,13 +728,13 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
   const int64_t t = now_ticks();
   ThreadState* ts = tl_state;
   if (ts == nullptr || ts->open_n == 0) return;
-  const uint64_t handle = fn.handle();
+  const at::RecordFunction* const key = &fn;
   uint32_t k = ts->open_n - 1;
-  if (__builtin_expect(ts->open[k].handle != handle, 0)) {
+  if (__builtin_expect(ts->open[k].fn != key, 0)) {
     // Not the innermost op: an async op, or one that started on another thread. Search; what
     // lies above a match was abandoned (its exit will find nothing and it stays unfinished).
-    while (k > 0 && ts->open[k].handle != handle) --k;
-    if (ts->open[k].handle != handle) return;
+    while (k > 0 && ts->open[k].fn != key) --k;
+    if (ts->open[k].fn != key) return;
   }
   const ThreadState::Open o = ts->open[k];
   // One pop per pushed entry from the match up: the abandoned ones above it pushed too.
@@ -757,6 +760,10 @@ Recorder& Recorder::get() {
 
 std::size_t Recorder::record_bytes() { return sizeof(Slot); }
 
+std::size_t Recorder::window_bytes_per_record() {
+  return sizeof(Slot) + sizeof(RawRecord) + sizeof(ptprof::Event);
+}
+
 void Recorder::install(const CaptureOptions& capture) {
   std::lock_guard<std::mutex> lock(g_install_mu);
   calibrate_clock();
@@ -771,9 +778,8 @@ void Recorder::install(const CaptureOptions& capture) {
     g_stack_depth.store(std::max(1, std::min(capture.stack_depth, 250)));
     g_capture_any_details.store(capture.inputs || capture.stacks);
     if (capture.stacks) warm_up_stack_capture();  // first-use costs outside the window
-    g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_enter, &on_exit)
-                                         .needsInputs(capture.inputs)
-                                         .needsIds(true));
+    g_handle = at::addGlobalCallback(
+        at::RecordFunctionCallback(&on_enter, &on_exit).needsInputs(capture.inputs));
   }
   g_capture_memory.store(capture.memory, std::memory_order_relaxed);
   if (capture.memory) {
@@ -805,7 +811,7 @@ void Recorder::set_correlation_hooks(CorrelationHook push, CorrelationHook pop) 
 }
 
 void Recorder::begin_window(std::size_t max_event_bytes) {
-  g_window_slots_left.store(static_cast<int64_t>(max_event_bytes / sizeof(Slot)),
+  g_window_slots_left.store(static_cast<int64_t>(max_event_bytes / window_bytes_per_record()),
                             std::memory_order_relaxed);
   g_gen.fetch_add(1, std::memory_order_acq_rel);
   g_recording.store(true, std::memory_order_release);
@@ -854,7 +860,7 @@ Collected Recorder::end_window() {
             ct.details.append(b->data + off + 4, len);
           }
           ct.records.push_back(RawRecord{s.start, s.end.load(std::memory_order_relaxed),
-                                         s.correlation, s.handle, s.seq_nr, s.fwd_tid, s.name_id,
+                                         s.correlation, s.bytes, s.seq_nr, s.fwd_tid, s.name_id,
                                          s.scope, s.flags, details});
         }
       }

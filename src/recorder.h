@@ -21,14 +21,14 @@
 namespace ptprof::detail {
 
 // One recorded op or range, as collected (plain copy of the hot-path record). A memory
-// record (scope == kScopeMemory) reuses the fields: correlation = address, handle = bytes,
-// seq_nr = total allocated, fwd_tid = total reserved, name_id = device type << 8 | (device
-// index + 1).
+// record (scope == kScopeMemory) uses bytes (negative: a free) and reuses the others:
+// correlation = address, seq_nr = total allocated, fwd_tid = total reserved, name_id = device
+// type << 8 | (device index + 1).
 struct RawRecord {
   int64_t start;  // ticks (see clock.h)
   int64_t end;    // ticks; 0: had not ended when the window closed
   uint64_t correlation;
-  uint64_t handle;
+  uint64_t bytes;
   int64_t seq_nr;
   uint64_t fwd_tid;
   uint32_t name_id;
@@ -90,8 +90,12 @@ class Recorder {
 
   void set_correlation_hooks(CorrelationHook push, CorrelationHook pop);
 
-  // Bytes of host memory one recorded op costs (for the memory benchmark).
+  // Bytes of host memory one recorded op costs while recording (for the memory benchmark).
   static std::size_t record_bytes();
+  // What one record costs through its window: the record, its collected copy and the Event
+  // built from it. The window budget is counted in these, so a full window's records plus its
+  // Trace stay within Options::max_event_memory_bytes.
+  static std::size_t window_bytes_per_record();
 };
 
 }  // namespace ptprof::detail

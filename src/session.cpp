@@ -248,6 +248,17 @@ class SessionImpl {
       if (gpu_) gpu_->begin_window(end);  // drop GPU records of the discarded window
       return;
     }
+    // The previous trace ends here (last_trace() is valid until the next window ends), before
+    // the new one is built, so the two are not both held for the budget's sake.
+    last_trace_.reset();
+    const bool background = opts_.write_in_background && !opts_.on_trace_ready.empty();
+    if (background) {
+      // Back-pressure, before building: the writer holds at most one trace (the one it is
+      // writing) while this one is built, however slow the disk is.
+      std::unique_lock<std::mutex> lock(writer_mu_);
+      if (!writer_.joinable()) writer_ = std::thread([this] { writer_loop(); });
+      writer_cv_.wait(lock, [this] { return pending_ == nullptr; });
+    }
     auto trace = std::make_shared<Trace>();
     build_trace(collected, end, *trace);
     if (gpu_) {
@@ -260,16 +271,12 @@ class SessionImpl {
     last_trace_ = trace;
     ++window_index_;
     if (opts_.on_trace_ready.empty()) return;
-    if (!opts_.write_in_background) {
+    if (!background) {
       for (auto& e : run_handlers(*trace)) report_error(e);
       return;
     }
-    std::unique_lock<std::mutex> lock(writer_mu_);
-    if (!writer_.joinable()) writer_ = std::thread([this] { writer_loop(); });
-    // Back-pressure: one window may wait; a second waits for the first to be written, which
-    // bounds memory however slow the disk is.
-    writer_cv_.wait(lock, [this] { return pending_ == nullptr; });
-    pending_ = std::move(trace);
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    pending_ = std::move(trace);  // still empty: only this thread fills it
     writer_cv_.notify_all();
   }
 
@@ -381,7 +388,7 @@ class SessionImpl {
           m.pid = pid_;
           m.tid = th.os_tid;
           m.address = r.correlation;
-          m.bytes = static_cast<int64_t>(r.handle);
+          m.bytes = static_cast<int64_t>(r.bytes);
           m.total_allocated = r.seq_nr;
           m.total_reserved = static_cast<int64_t>(r.fwd_tid);
           m.device_type = static_cast<int8_t>(r.name_id >> 8);
@@ -409,7 +416,9 @@ class SessionImpl {
         e.pid = pid_;
         e.tid = th.os_tid;
         e.external_id = r.correlation;
-        e.record_function_id = r.handle;
+        // Unique per op in the process, as RecordFunction's handle is; asking libtorch for its
+        // handles (needsIds) would add a shared atomic increment to every op of every thread.
+        e.record_function_id = r.correlation;
         e.sequence_nr = step_range ? -1 : r.seq_nr;
         e.fwd_thread_id = r.fwd_tid;
         e.thread_id = th.logical_tid;

@@ -90,7 +90,7 @@ struct Event {
 
   uint64_t external_id = 0;  // ptprof's id of the CPU op ("External id")
   uint64_t correlation = 0;  // CUPTI correlation id (runtime call <-> GPU activity)
-  uint64_t record_function_id = 0;
+  uint64_t record_function_id = 0;  // unique per CPU op in the process ("Record function id")
   int64_t sequence_nr = -1;     // autograd sequence number, -1 if none
   uint64_t fwd_thread_id = 0;   // backward ops: logical id of the forward thread
   uint64_t thread_id = 0;       // RecordFunction's logical thread id of the op

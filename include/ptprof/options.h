@@ -39,9 +39,12 @@ struct Options {
   // Name of this process in traces; empty: "<hostname>_<pid>" (torch.profiler's default).
   std::string worker_name;
 
-  // Upper bound on host memory for recorded CPU events of one window. When a window
-  // outgrows it, new events are dropped and counted (see Trace::dropped_events), and the
-  // session warns once.
+  // Upper bound on host memory for the CPU events of one window: its records while it
+  // records, plus the Trace built from them when it closes (an op is counted at what it costs
+  // through both, ~4x its record). When a window outgrows it, new events are dropped and
+  // counted (see Trace::dropped_events), and the session warns once. A trace still being
+  // written by the background writer when the next window closes is held in addition (at
+  // most one: step() waits for it before handing over another).
   std::size_t max_event_memory_bytes = std::size_t{1} << 30;
 
   // CUPTI activity buffers: size of each, and the cap on all of them together. Records CUPTI

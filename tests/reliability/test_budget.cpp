@@ -14,17 +14,17 @@ using reliability::rss_bytes;
 
 TEST(Budget, WindowOverTheBudgetDropsCountsAndStaysBounded) {
   constexpr std::size_t kBudget = 2 * kMiB;
-  // 500k ops would take ~27 MiB of raw records unbounded (56 bytes each), 13x the budget.
+  // 500k ops would take ~27 MiB of raw records unbounded (56 bytes each), 13x the budget,
+  // and ~4x that once built into a Trace.
   constexpr int kOps = 500000;
   // While the first window records, nothing but its records grows: chunks are claimed 2048
   // records (112 KiB) at a time per thread, and malloc rounds up; 4 MiB covers that.
   constexpr int64_t kRecordingMargin = 4 * kMiB;
-  // Afterwards the budget bounds the finished traces too, but an Event is ~4x a raw record:
-  // a full window's Trace is (budget / record) events. At most two are alive (the session's
-  // last_trace() while the next is built), plus the same 4 MiB margin for the JSON writer.
-  const int64_t trace_bytes =
-      static_cast<int64_t>(kBudget / detail::Recorder::record_bytes() * sizeof(Event));
-  const int64_t peak_bound = static_cast<int64_t>(kBudget) + 2 * trace_bytes + 4 * kMiB;
+  // The budget counts each op at what it costs through its window (record, collected copy,
+  // Event), so one window recorded and built fits it. The background writer may still hold
+  // the previous window's Trace while the next is built: at most two windows' worth, plus the
+  // same margin for the JSON writer's buffer.
+  const int64_t peak_bound = 2 * static_cast<int64_t>(kBudget) + 4 * kMiB;
 
   // The handler keeps only figures: a copy of each trace would be test memory, not ptprof's.
   struct Seen {
@@ -88,7 +88,7 @@ TEST(Budget, WindowOverTheBudgetDropsCountsAndStaysBounded) {
     EXPECT_EQ(seen[w].adds + seen[w].dropped, static_cast<uint64_t>(kOps))
         << seen[w].adds << " recorded, " << seen[w].dropped << " dropped";
     // What was kept fits the budget.
-    EXPECT_LE(seen[w].events * detail::Recorder::record_bytes(), kBudget);
+    EXPECT_LE(seen[w].events * detail::Recorder::window_bytes_per_record(), kBudget);
     ASSERT_FALSE(seen[w].metadata.empty());
     const auto meta = nlohmann::json::parse(seen[w].metadata);
     EXPECT_EQ(meta.at("cpu_op").get<uint64_t>(), seen[w].dropped);
@@ -116,7 +116,7 @@ TEST(Budget, WindowOverTheBudgetDropsCountsAndStaysBounded) {
 TEST(Budget, WindowWithinTheBudgetDropsNothing) {
   std::vector<std::shared_ptr<Trace>> traces;
   Options o;
-  o.max_event_memory_bytes = 2 * kMiB;
+  o.max_event_memory_bytes = 8 * kMiB;
   o.on_trace_ready = {
       callback_handler([&](const Trace& t) { traces.push_back(std::make_shared<Trace>(t)); })};
   auto x = torch::zeros({1});
@@ -124,7 +124,8 @@ TEST(Budget, WindowWithinTheBudgetDropsNothing) {
   Status st;
   {
     ProfileSession s(o);
-    for (int i = 0; i < 10000; ++i) x.add_(one);  // 10k records: a quarter of the budget
+    for (int i = 0; i < 10000; ++i)
+      x.add_(one);  // 10k ops: under half of what 8 MiB holds (~360 B an op through its window)
     st = s.stop();
   }
   ASSERT_EQ(traces.size(), 1u);
