@@ -1,7 +1,10 @@
 // bench_overhead: what ptprof adds per recorded op, against the floor every RecordFunction
 // observer pays and against libtorch's own profiler, all measured in one run.
 //
-//   bench_overhead [--json] [--ops N] [--reps R]
+//   bench_overhead [--json] [--ops N] [--reps R] [--only NAME,NAME...]
+//
+// --only runs just the named configurations (and the baselines) and prints their table: for
+// profiling one of them (perf record bench_overhead --only ptprof_shapes).
 //
 // Each configuration runs the same loop of tiny ops (in-place add on 1-element tensors);
 // configurations are interleaved and repeated, and the median of the repetitions is kept, so
@@ -178,12 +181,15 @@ int main(int argc, char** argv) {
   bool json = false;
   int64_t ops = 200000;
   int reps = 7;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json")) json = true;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+      only = "," + std::string(argv[++i]) + ",";
     else if (!std::strcmp(argv[i], "--ops") && i + 1 < argc) ops = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--json] [--ops N] [--reps R]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json] [--ops N] [--reps R] [--only NAME,...]\n", argv[0]);
       return 2;
     }
   }
@@ -283,6 +289,18 @@ int main(int argc, char** argv) {
   alloc_configs[4].name = "alloc_libtorch_memory";
   alloc_configs[5].name = "alloc_floor";
 
+  if (!only.empty()) {
+    auto keep = [&](std::vector<Config>& v) {
+      v.erase(std::remove_if(v.begin(), v.end(),
+                             [&](const Config& c) {
+                               return c.name.find("baseline") == std::string::npos &&
+                                      only.find("," + c.name + ",") == std::string::npos;
+                             }),
+              v.end());
+    };
+    keep(configs);
+    keep(alloc_configs);
+  }
   std::map<std::string, std::vector<double>> samples;
   for (int r = 0; r < reps; ++r) {
     for (Config& c : configs) {
@@ -314,6 +332,12 @@ int main(int argc, char** argv) {
   const double gpu_corr = ns.count("ptprof_gpu_correlation")
                               ? ns["ptprof_gpu_correlation"] - ns["ptprof"]
                               : -1.0;
+
+  if (!only.empty()) {
+    for (const auto& v : {configs, alloc_configs})
+      for (const Config& c : v) std::printf("%-24s %10.1f\n", c.name.c_str(), ns[c.name]);
+    return 0;
+  }
 
   // Memory per recorded op: heap growth while one session records 2M ops.
   int64_t mem_ops = 2000000;
