@@ -276,14 +276,14 @@ int main(int argc, char** argv) {
       libtorch_cfg(false, true),
       floor_cfg(false),
       Config{"alloc_floor_memory",
-             [&] {
-               floor_cfg(false).setup();
+             [&, floor = floor_cfg(false)] {
+               floor.setup();
                c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
                                                 std::make_shared<EmptyReporter>());
              },
-             [&] {
+             [&, floor = floor_cfg(false)] {
                c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
-               at::removeCallback(handle);
+               floor.teardown();
              }}};
   alloc_configs[3].name = "alloc_libtorch";
   alloc_configs[4].name = "alloc_libtorch_memory";
@@ -333,9 +333,17 @@ int main(int argc, char** argv) {
                               ? ns["ptprof_gpu_correlation"] - ns["ptprof"]
                               : -1.0;
 
+  auto print_table = [&] {
+    std::printf("ns per op (median of %d reps of %lld ops: in-place add on 1-element tensors)\n",
+                reps, static_cast<long long>(ops));
+    std::printf("%-24s %10s %10s\n", "configuration", "ns/op", "added");
+    for (const Config& c : configs)
+      std::printf("%-24s %10.1f %10.1f\n", c.name.c_str(), ns[c.name], added(c.name));
+    for (const Config& c : alloc_configs)
+      std::printf("%-24s %10.1f %10.1f\n", c.name.c_str(), ns[c.name], added_alloc(c.name));
+  };
   if (!only.empty()) {
-    for (const auto& v : {configs, alloc_configs})
-      for (const Config& c : v) std::printf("%-24s %10.1f\n", c.name.c_str(), ns[c.name]);
+    print_table();
     return 0;
   }
 
@@ -475,13 +483,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n", w.buffer().c_str());
     return 0;
   }
-  std::printf("ns per op (median of %d reps of %lld ops: in-place add on 1-element tensors)\n",
-              reps, static_cast<long long>(ops));
-  std::printf("%-24s %10s %10s\n", "configuration", "ns/op", "added");
-  for (const Config& c : configs)
-    std::printf("%-24s %10.1f %10.1f\n", c.name.c_str(), ns[c.name], added(c.name));
-  for (const Config& c : alloc_configs)
-    std::printf("%-24s %10.1f %10.1f\n", c.name.c_str(), ns[c.name], added_alloc(c.name));
+  print_table();
   std::printf("\noption costs on top of plain profiling (ns/op): ptprof | libtorch | target\n");
   std::printf("  record_shapes  %8.1f | %8.1f | <= half of libtorch's\n", opt_shapes, lt_shapes);
   std::printf("  profile_memory %8.1f | %8.1f | <= half of libtorch's\n", opt_memory, lt_memory);

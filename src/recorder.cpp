@@ -371,11 +371,10 @@ struct ThreadState {
         spare_blocks = b->next;
       } else {
         // Counted as the records its bytes would hold: details grow in the Trace as records do.
-        if (g_window_slots_left.fetch_sub(kDetailBlockBytes / sizeof(Slot),
-                                          std::memory_order_relaxed) <
-            static_cast<int64_t>(kDetailBlockBytes / sizeof(Slot))) {
-          g_window_slots_left.fetch_add(kDetailBlockBytes / sizeof(Slot),
-                                        std::memory_order_relaxed);
+        constexpr int64_t kBlockRecords = kDetailBlockBytes / sizeof(Slot);
+        if (g_window_slots_left.fetch_sub(kBlockRecords, std::memory_order_relaxed) <
+            kBlockRecords) {
+          g_window_slots_left.fetch_add(kBlockRecords, std::memory_order_relaxed);
           return;
         }
         b = new (std::nothrow) DetailBlock;

@@ -42,9 +42,9 @@ struct Options {
   // Upper bound on host memory for the CPU events of one window: its records while it
   // records, plus the Trace built from them when it closes (an op is counted at what it costs
   // through both, ~4x its record). When a window outgrows it, new events are dropped and
-  // counted (see Trace::dropped_events), and the session warns once. A trace still being
-  // written by the background writer when the next window closes is held in addition (at
-  // most one: step() waits for it before handing over another).
+  // counted (see Trace::dropped_events), and the session warns once. The background writer
+  // may still hold the previous window's trace while the next is built (at most one: step()
+  // waits until the writer has taken it before building the next).
   std::size_t max_event_memory_bytes = std::size_t{1} << 30;
 
   // CUPTI activity buffers: size of each, and the cap on all of them together. Records CUPTI
