@@ -19,8 +19,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,19 +46,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The op loops are timed in this thread's CPU time: on a shared VM, wall time also counts
+// the time the hypervisor gave our vCPU to someone else (steal), which varies run to run.
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
 double run_ops(int64_t n, at::Tensor& a, const at::Tensor& b) {
-  const auto t0 = Clock::now();
+  const int64_t t0 = thread_cpu_ns();
   for (int64_t i = 0; i < n; ++i) a.add_(b);
-  const auto t1 = Clock::now();
-  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+  return static_cast<double>(thread_cpu_ns() - t0) / static_cast<double>(n);
 }
 
 // Out-of-place: each op allocates and frees its result, which is what profile_memory sees.
 double run_alloc_ops(int64_t n, const at::Tensor& a, const at::Tensor& b) {
-  const auto t0 = Clock::now();
+  const int64_t t0 = thread_cpu_ns();
   for (int64_t i = 0; i < n; ++i) at::add(a, b);
-  const auto t1 = Clock::now();
-  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+  return static_cast<double>(thread_cpu_ns() - t0) / static_cast<double>(n);
 }
 
 #ifdef PTPROF_HAVE_CUPTI
@@ -179,8 +187,8 @@ int64_t heap_bytes() {
 
 int main(int argc, char** argv) {
   bool json = false;
-  int64_t ops = 200000;
-  int reps = 7;
+  int64_t ops = 20000;
+  int reps = 41;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json")) json = true;
@@ -289,58 +297,104 @@ int main(int argc, char** argv) {
   alloc_configs[4].name = "alloc_libtorch_memory";
   alloc_configs[5].name = "alloc_floor";
 
+  // Each configuration's reference: an option is measured against the same profiler without
+  // it, everything else against the plain baseline.
+  const std::map<std::string, std::string> reference = {{"floor_shapes", "floor"},
+                                                        {"ptprof_shapes", "ptprof"},
+                                                        {"libtorch_shapes", "libtorch"},
+                                                        {"ptprof_stack", "ptprof"},
+                                                        {"ptprof_flops", "ptprof"},
+                                                        {"ptprof_gpu_correlation", "ptprof"},
+                                                        {"alloc_ptprof_memory", "alloc_ptprof"},
+                                                        {"alloc_libtorch_memory", "alloc_libtorch"},
+                                                        {"alloc_floor_memory", "alloc_floor"}};
+  auto ref_of = [&](const std::string& name) {
+    auto it = reference.find(name);
+    return it == reference.end() ? std::string() : it->second;
+  };
   if (!only.empty()) {
     auto keep = [&](std::vector<Config>& v) {
-      v.erase(std::remove_if(v.begin(), v.end(),
-                             [&](const Config& c) {
-                               return c.name.find("baseline") == std::string::npos &&
-                                      only.find("," + c.name + ",") == std::string::npos;
-                             }),
-              v.end());
+      std::set<std::string> kept;
+      for (const Config& c : v) {
+        if (c.name.find("baseline") != std::string::npos ||
+            only.find("," + c.name + ",") != std::string::npos) {
+          kept.insert(c.name);
+          kept.insert(ref_of(c.name));
+        }
+      }
+      v.erase(
+          std::remove_if(v.begin(), v.end(), [&](const Config& c) { return !kept.count(c.name); }),
+          v.end());
     };
     keep(configs);
     keep(alloc_configs);
   }
-  std::map<std::string, std::vector<double>> samples;
+  // Each sample is paired with a sample of its reference taken just before it, and what it
+  // adds is the median of those differences: on shared machines the op's own speed drifts by
+  // tens of percent over a second, and pairs a few ms apart cancel most of that.
+  std::map<std::string, std::vector<double>> samples, diffs;
+  auto measure = [&](std::vector<Config>& group, const std::function<double()>& run) {
+    auto sample = [&](const std::string& name) {
+      for (Config& c : group) {
+        if (c.name != name) continue;
+        c.setup();
+        const double x = run();
+        c.teardown();
+        return x;
+      }
+      return run();  // the baseline
+    };
+    for (Config& c : group) {
+      if (c.name.find("baseline") != std::string::npos) {
+        samples[c.name].push_back(run());
+        continue;
+      }
+      const double before = sample(ref_of(c.name));
+      const double x = sample(c.name);
+      samples[c.name].push_back(x);
+      diffs[c.name].push_back(x - before);
+    }
+  };
   for (int r = 0; r < reps; ++r) {
-    for (Config& c : configs) {
-      c.setup();
-      samples[c.name].push_back(run_ops(ops, a, b));
-      c.teardown();
-    }
-    for (Config& c : alloc_configs) {
-      c.setup();
-      samples[c.name].push_back(run_alloc_ops(ops / 2, a, b));
-      c.teardown();
-    }
+    measure(configs, [&] { return run_ops(ops, a, b); });
+    measure(alloc_configs, [&] { return run_alloc_ops(ops / 2, a, b); });
   }
   std::map<std::string, double> ns;
   for (auto& [k, v] : samples) ns[k] = median(v);
-  auto added = [&](const std::string& k) { return ns.count(k) ? ns[k] - ns["baseline"] : -1.0; };
-  auto added_alloc = [&](const std::string& k) {
-    return ns.count(k) ? ns[k] - ns["alloc_baseline"] : -1.0;
+  // Over its reference (-1 where not measured).
+  auto over_ref = [&](const std::string& k) { return diffs.count(k) ? median(diffs[k]) : -1.0; };
+  std::function<double(const std::string&)> added = [&](const std::string& k) {
+    if (k.find("baseline") != std::string::npos) return 0.0;
+    if (!diffs.count(k)) return -1.0;
+    const std::string ref = ref_of(k);
+    return ref.empty() ? over_ref(k) : added(ref) + over_ref(k);
   };
   // What each option adds on top of ptprof with no option, and libtorch's equivalent on top of
   // libtorch's plain CPU profiling.
-  const double opt_shapes = added("ptprof_shapes") - added("ptprof");
-  const double opt_stack = added("ptprof_stack") - added("ptprof");
-  const double opt_flops = added("ptprof_flops") - added("ptprof");
-  const double opt_memory = added_alloc("alloc_ptprof_memory") - added_alloc("alloc_ptprof");
-  const double lt_shapes = added("libtorch_shapes") - added("libtorch");
-  const double lt_memory = added_alloc("alloc_libtorch_memory") - added_alloc("alloc_libtorch");
-  const double floor_memory = added_alloc("alloc_floor_memory") - added_alloc("alloc_floor");
-  const double gpu_corr = ns.count("ptprof_gpu_correlation")
-                              ? ns["ptprof_gpu_correlation"] - ns["ptprof"]
-                              : -1.0;
+  const double opt_shapes = over_ref("ptprof_shapes");
+  const double opt_stack = over_ref("ptprof_stack");
+  const double opt_flops = over_ref("ptprof_flops");
+  const double opt_memory = over_ref("alloc_ptprof_memory");
+  const double lt_shapes = over_ref("libtorch_shapes");
+  const double lt_memory = over_ref("alloc_libtorch_memory");
+  const double floor_memory = over_ref("alloc_floor_memory");
+  const double gpu_corr = over_ref("ptprof_gpu_correlation");
 
   auto print_table = [&] {
-    std::printf("ns per op (median of %d reps of %lld ops: in-place add on 1-element tensors)\n",
-                reps, static_cast<long long>(ops));
-    std::printf("%-24s %10s %10s\n", "configuration", "ns/op", "added");
-    for (const Config& c : configs)
-      std::printf("%-24s %10.1f %10.1f\n", c.name.c_str(), ns[c.name], added(c.name));
-    for (const Config& c : alloc_configs)
-      std::printf("%-24s %10.1f %10.1f\n", c.name.c_str(), ns[c.name], added_alloc(c.name));
+    std::printf(
+        "ns per op (median of %d reps of %lld ops: in-place add on 1-element tensors, thread CPU "
+        "time); added: over the baseline, through the median of each sample's difference from "
+        "its reference run just before it\n",
+        reps, static_cast<long long>(ops));
+    std::printf("%-24s %10s %10s   %s\n", "configuration", "ns/op", "added", "over reference");
+    for (const auto* group : {&configs, &alloc_configs}) {
+      for (const Config& c : *group) {
+        std::printf("%-24s %10.1f %10.1f", c.name.c_str(), ns[c.name], added(c.name));
+        const std::string ref = ref_of(c.name);
+        if (!ref.empty()) std::printf("   %8.1f over %s", over_ref(c.name), ref.c_str());
+        std::printf("\n");
+      }
+    }
   };
   if (!only.empty()) {
     print_table();

@@ -30,31 +30,35 @@ constexpr int kMaxDims = 16;
 constexpr int kMaxListItems = 64;
 constexpr std::size_t kMaxDetailBytes = 16384;
 
-// Appends to a fixed buffer; once anything does not fit, the whole record is marked failed.
+// Appends to a fixed buffer. The caller asks for room once per item (`reserve`) and then
+// puts unchecked: one bounds check per input instead of one per field. Once a reservation
+// fails, the whole record is marked failed and stays so (the caller stops writing).
 class DetailWriter {
  public:
-  DetailWriter(char* buf, std::size_t cap) : buf_(buf), cap_(cap) {}
+  DetailWriter(char* buf, std::size_t cap) : begin_(buf), p_(buf), end_(buf + cap) {}
+  bool reserve(std::size_t n) {
+    if (static_cast<std::size_t>(end_ - p_) >= n) return true;
+    ok_ = false;
+    return false;
+  }
+  // Only within what the last successful `reserve` promised.
   template <typename T>
   void put(T v) {
-    if (n_ + sizeof(T) > cap_) {
-      ok_ = false;
-      return;
-    }
-    std::memcpy(buf_ + n_, &v, sizeof(T));
-    n_ += sizeof(T);
+    std::memcpy(p_, &v, sizeof(T));
+    p_ += sizeof(T);
   }
-  // Overwrites a u8/u16 written earlier at `at` (counts known only afterwards).
-  template <typename T>
-  void patch(std::size_t at, T v) {
-    if (at + sizeof(T) <= n_) std::memcpy(buf_ + at, &v, sizeof(T));
+  // A few int64s: a plain loop beats a call to memcpy at these sizes.
+  void put_int64s(const int64_t* src, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) std::memcpy(p_ + i * sizeof(int64_t), src + i, 8);
+    p_ += n * sizeof(int64_t);
   }
-  std::size_t size() const { return n_; }
+  std::size_t size() const { return static_cast<std::size_t>(p_ - begin_); }
   bool ok() const { return ok_; }
 
  private:
-  char* buf_;
-  std::size_t cap_;
-  std::size_t n_ = 0;
+  char* begin_;
+  char* p_;
+  char* end_;
   bool ok_ = true;
 };
 

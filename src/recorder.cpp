@@ -261,7 +261,6 @@ struct ThreadState {
   uint64_t block_base = 0;  // arena position of cur_block's first byte
   DetailBlock* spare_blocks = nullptr;
   NameCache names;
-  char scratch[kMaxDetailBytes];
 
   // Ops that have started and not ended on this thread, innermost last. The exit callback
   // finds its record here by the RecordFunction's address instead of through an ObserverContext,
@@ -359,13 +358,11 @@ struct ThreadState {
     return &cur_chunk->slots[chunk_pos];
   }
 
-  // Copies `n` bytes of details of the current slot into the arena and links them to it.
-  void attach_details(const char* bytes, uint32_t n) {
-    uint64_t* refs = cur_chunk->refs;
-    if (refs == nullptr) return;  // allocation failed: the record keeps no details
-    refs[chunk_pos] = kNoDetails;
-    const uint32_t need = n + 4;
-    if (cur_block == nullptr || cur_block->used + need > kDetailBlockBytes) {
+  // Where the current slot's details go: past a u32 length in the current block (or a fresh
+  // one), with `*cap` bytes of room, at most kMaxDetailBytes. nullptr: the record keeps none.
+  char* detail_room(bool fresh_block, std::size_t* cap) {
+    if (cur_chunk->refs == nullptr) return nullptr;  // allocation failed
+    if (cur_block == nullptr || fresh_block || cur_block->used + 4 > kDetailBlockBytes) {
       DetailBlock* b = spare_blocks;
       if (b) {
         spare_blocks = b->next;
@@ -375,10 +372,10 @@ struct ThreadState {
         if (g_window_slots_left.fetch_sub(kBlockRecords, std::memory_order_relaxed) <
             kBlockRecords) {
           g_window_slots_left.fetch_add(kBlockRecords, std::memory_order_relaxed);
-          return;
+          return nullptr;
         }
         b = new (std::nothrow) DetailBlock;
-        if (!b) return;
+        if (!b) return nullptr;
       }
       b->next = nullptr;
       b->used = 0;
@@ -391,10 +388,14 @@ struct ThreadState {
       }
       cur_block = b;
     }
+    *cap = std::min<std::size_t>(kDetailBlockBytes - cur_block->used - 4, kMaxDetailBytes);
+    return cur_block->data + cur_block->used + 4;
+  }
+  // Links the `n` bytes written at detail_room() to the current slot.
+  void commit_details(uint32_t n) {
     std::memcpy(cur_block->data + cur_block->used, &n, 4);
-    std::memcpy(cur_block->data + cur_block->used + 4, bytes, n);
-    refs[chunk_pos] = block_base + cur_block->used;
-    cur_block->used += need;
+    cur_chunk->refs[chunk_pos] = block_base + cur_block->used;
+    cur_block->used += n + 4;
   }
   void no_details() {
     if (cur_chunk->refs) cur_chunk->refs[chunk_pos] = kNoDetails;
@@ -456,9 +457,10 @@ ThreadState* register_thread() {
 // ---- details: op inputs and native stacks ---------------------------------------------
 
 void put_dims(DetailWriter& w, c10::IntArrayRef dims) {
-  for (int64_t d : dims) w.put<int64_t>(d);
+  w.put_int64s(dims.data(), dims.size());
 }
 
+// Tag and 8 bytes; the caller reserved 9.
 void encode_number(DetailWriter& w, const c10::IValue& v) {
   if (v.isDouble()) {
     w.put<uint8_t>(1);
@@ -476,49 +478,60 @@ void encode_number(DetailWriter& w, const c10::IValue& v) {
 }
 
 // A tensor's shape unless it has none we can read cheaply (undefined, nested, symbolic).
-bool readable(const at::Tensor& t) {
-  return t.defined() && !t.is_nested() &&
-         !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides() && t.dim() <= kMaxDims;
+__attribute__((always_inline)) inline bool readable(const at::TensorImpl* t) {
+  return !t->is_nested() && !t->has_symbolic_sizes_strides() && t->dim() <= kMaxDims;
 }
 
-void encode_inputs(DetailWriter& w, c10::ArrayRef<const c10::IValue> inputs) {
+// False once the record's details no longer fit `w`.
+bool encode_inputs(DetailWriter& w, c10::ArrayRef<const c10::IValue> inputs) {
   const std::size_t n = std::min<std::size_t>(inputs.size(), kMaxInputs);
+  if (!w.reserve(1)) return false;
   w.put<uint8_t>(static_cast<uint8_t>(n));
   using Kind = OpInput::Kind;
   for (std::size_t i = 0; i < n; ++i) {
     const c10::IValue& v = inputs[i];
     if (v.isTensor()) {
-      const at::Tensor& t = v.toTensor();
-      if (!readable(t)) {
-        w.put<uint8_t>(static_cast<uint8_t>(t.defined() ? Kind::Other : Kind::None));
+      const at::Tensor& tensor = v.toTensor();
+      const at::TensorImpl* t = tensor.unsafeGetTensorImpl();
+      if (!tensor.defined() || !readable(t)) {
+        if (!w.reserve(1)) return false;
+        w.put<uint8_t>(static_cast<uint8_t>(tensor.defined() ? Kind::Other : Kind::None));
         continue;
       }
-      const bool strided = t.layout() == c10::kStrided;
+      const bool strided = t->layout() == c10::kStrided;
+      const auto ndim = static_cast<std::size_t>(t->dim());
+      if (!w.reserve(4 + ndim * sizeof(int64_t) * (strided ? 2 : 1))) return false;
       w.put<uint8_t>(static_cast<uint8_t>(Kind::Tensor));
-      w.put<int8_t>(static_cast<int8_t>(t.scalar_type()));
-      w.put<uint8_t>(static_cast<uint8_t>(t.dim()));
+      w.put<int8_t>(static_cast<int8_t>(c10::typeMetaToScalarType(t->dtype())));
+      w.put<uint8_t>(static_cast<uint8_t>(ndim));
       w.put<uint8_t>(strided ? 1 : 0);
-      put_dims(w, t.sizes());
-      if (strided) put_dims(w, t.strides());
+      put_dims(w, t->sizes());
+      if (strided) put_dims(w, t->strides());
+    } else if (v.isDouble() || v.isInt() || v.isBool() || v.isComplexDouble()) {
+      if (!w.reserve(10)) return false;
+      w.put<uint8_t>(static_cast<uint8_t>(Kind::Scalar));
+      encode_number(w, v);
     } else if (v.isTensorList()) {
       const auto list = v.toTensorList();
       const std::size_t count = std::min<std::size_t>(list.size(), kMaxListItems);
+      if (!w.reserve(3)) return false;
       w.put<uint8_t>(static_cast<uint8_t>(Kind::TensorList));
       w.put<uint16_t>(static_cast<uint16_t>(count));
       for (std::size_t k = 0; k < count; ++k) {
-        const at::Tensor t = list.get(k);
-        const bool ok = readable(t);
-        w.put<int8_t>(ok ? static_cast<int8_t>(t.scalar_type()) : -1);
-        w.put<uint8_t>(ok ? static_cast<uint8_t>(t.dim()) : 0);
-        if (ok) put_dims(w, t.sizes());
+        const at::Tensor item = list.get(k);
+        const at::TensorImpl* t = item.unsafeGetTensorImpl();
+        const bool ok = item.defined() && readable(t);
+        const auto ndim = ok ? static_cast<std::size_t>(t->dim()) : 0;
+        if (!w.reserve(2 + ndim * sizeof(int64_t))) return false;
+        w.put<int8_t>(ok ? static_cast<int8_t>(c10::typeMetaToScalarType(t->dtype())) : -1);
+        w.put<uint8_t>(static_cast<uint8_t>(ndim));
+        if (ok) put_dims(w, t->sizes());
       }
-    } else if (v.isDouble() || v.isInt() || v.isBool() || v.isComplexDouble()) {
-      w.put<uint8_t>(static_cast<uint8_t>(Kind::Scalar));
-      encode_number(w, v);
     } else if (v.isIntList() || v.isDoubleList() || v.isBoolList()) {
-      w.put<uint8_t>(static_cast<uint8_t>(Kind::ScalarList));
       const c10::List<c10::IValue> items = v.toList();
       const std::size_t count = std::min<std::size_t>(items.size(), kMaxListItems);
+      if (!w.reserve(4 + count * 8)) return false;
+      w.put<uint8_t>(static_cast<uint8_t>(Kind::ScalarList));
       w.put<uint8_t>(v.isIntList() ? 0 : v.isDoubleList() ? 1 : 2);
       w.put<uint16_t>(static_cast<uint16_t>(count));
       for (std::size_t k = 0; k < count; ++k) {
@@ -530,9 +543,11 @@ void encode_inputs(DetailWriter& w, c10::ArrayRef<const c10::IValue> inputs) {
         }
       }
     } else {
+      if (!w.reserve(1)) return false;
       w.put<uint8_t>(static_cast<uint8_t>(v.isNone() ? Kind::None : Kind::Other));
     }
   }
+  return true;
 }
 
 // `caller_pc`: the return address into on_enter, which is exactly the pc the unwinder reports
@@ -556,31 +571,40 @@ __attribute__((noinline)) void encode_stack(DetailWriter& w, int depth_limit,
   }
   const bool truncated = n - skip > depth_limit;
   const int kept = std::min(n - skip, depth_limit);
+  if (!w.reserve(2 + static_cast<std::size_t>(kept) * sizeof(uint64_t))) return;
   w.put<uint8_t>(static_cast<uint8_t>(kept));
   w.put<uint8_t>(truncated ? 1 : 0);
   for (int i = 0; i < kept; ++i) w.put<uint64_t>(reinterpret_cast<uint64_t>(frames[skip + i]));
 }
 
+// Encodes straight into the thread's detail arena. When the current block's tail is too
+// short for this record, it is encoded once more at the start of a fresh block.
 __attribute__((noinline)) void record_details(ThreadState* ts, Slot* s,
                                              const at::RecordFunction& fn) {
   s->flags |= kFlagDetails;
-  DetailWriter w(ts->scratch, sizeof(ts->scratch));
-  if (g_capture_inputs.load(kRelaxed)) {
-    encode_inputs(w, fn.inputs());
-  } else {
-    w.put<uint8_t>(kNotCaptured);
+  for (bool fresh_block : {false, true}) {
+    std::size_t cap = 0;
+    char* buf = ts->detail_room(fresh_block, &cap);
+    if (buf == nullptr) break;
+    DetailWriter w(buf, cap);
+    if (g_capture_inputs.load(kRelaxed)) {
+      encode_inputs(w, fn.inputs());
+    } else if (w.reserve(1)) {
+      w.put<uint8_t>(kNotCaptured);
+    }
+    if (g_capture_stacks.load(kRelaxed)) {
+      encode_stack(w, g_stack_depth.load(kRelaxed), __builtin_return_address(0));
+    } else if (w.reserve(2)) {
+      w.put<uint8_t>(0);
+      w.put<uint8_t>(0);
+    }
+    if (w.ok()) {
+      ts->commit_details(static_cast<uint32_t>(w.size()));
+      return;
+    }
+    if (cap == kMaxDetailBytes) break;  // too big for any block
   }
-  if (g_capture_stacks.load(kRelaxed)) {
-    encode_stack(w, g_stack_depth.load(kRelaxed), __builtin_return_address(0));
-  } else {
-    w.put<uint8_t>(0);
-    w.put<uint8_t>(0);
-  }
-  if (w.ok()) {
-    ts->attach_details(ts->scratch, static_cast<uint32_t>(w.size()));
-  } else {
-    ts->no_details();
-  }
+  ts->no_details();
 }
 
 // ---- profile_memory: the c10 memory-reporting hook ------------------------------------

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -91,6 +92,83 @@ TEST(RecordShapes, OffByDefaultAndNotInTrace) {
   auto t = profile(Options{}, [] { torch::mm(torch::ones({2, 3}), torch::ones({3, 4})); });
   EXPECT_EQ(first(*t, "aten::mm")->inputs, -1);
   EXPECT_EQ(t->to_json().find("Input Dims"), std::string::npos);
+}
+
+TEST(RecordShapes, ListsScalarsAndNonContiguousInputs) {
+  Options o;
+  o.record_shapes = true;
+  auto x = torch::randn({4, 6});
+  auto t = profile(o, [&] {
+    torch::cat({x, x, x.narrow(1, 0, 2)}, 1);
+    torch::sum(x, std::vector<int64_t>{0, 1});
+    torch::mul(x.t(), 2);
+  });
+  const auto j = nlohmann::json::parse(t->to_json());
+  std::map<std::string, nlohmann::json> args;
+  for (const auto& e : j["traceEvents"])
+    if (e.contains("args") && e["args"].contains("Input Dims")) args.emplace(e["name"], e["args"]);
+  ASSERT_TRUE(args.count("aten::cat"));
+  EXPECT_EQ(args["aten::cat"]["Input Dims"],
+            nlohmann::json::parse("[[[4, 6], [4, 6], [4, 2]], []]"));
+  EXPECT_EQ(args["aten::cat"]["Input type"], nlohmann::json::parse(R"(["TensorList", "Scalar"])"));
+  EXPECT_EQ(args["aten::cat"]["Concrete Inputs"], nlohmann::json::parse(R"(["", "1"])"));
+  ASSERT_TRUE(args.count("aten::sum"));
+  const auto& sum = args["aten::sum"];
+  EXPECT_EQ(sum["Input type"][1], "ScalarList");
+  EXPECT_EQ(sum["Concrete Inputs"][1], "[0, 1]");
+  EXPECT_EQ(sum["Concrete Inputs"][2], "False");
+  EXPECT_EQ(sum["Input type"][3], "");  // dtype=None
+  ASSERT_TRUE(args.count("aten::mul"));
+  EXPECT_EQ(args["aten::mul"]["Input Dims"][0], nlohmann::json::parse("[6, 4]"));
+  EXPECT_EQ(args["aten::mul"]["Input Strides"][0], nlohmann::json::parse("[1, 6]"));
+}
+
+// Details are written straight into per-thread blocks; records that straddle a block's end
+// must move whole to the next block.
+TEST(RecordShapes, EveryOpKeepsItsOwnInputsAcrossManyBlocks) {
+  Options o;
+  o.record_shapes = true;
+  std::vector<torch::Tensor> ts;
+  for (int d = 1; d <= 7; ++d) ts.push_back(torch::ones(std::vector<int64_t>(d, 1)));
+  constexpr int kOps = 12000;  // ~1.5 MB of details: several 256 KiB blocks
+  auto t = profile(o, [&] {
+    for (int i = 0; i < kOps; ++i) ts[i % 7].add_(ts[i % 7], /*alpha=*/i);
+  });
+  int seen = 0;
+  for (const Event& e : t->events) {
+    if (e.name != "aten::add_") continue;
+    ASSERT_GE(e.inputs, 0) << "op " << seen;
+    const auto& in = t->op_inputs[e.inputs];
+    ASSERT_EQ(in.size(), 3u) << "op " << seen;
+    EXPECT_EQ(in[0].sizes.size(), static_cast<std::size_t>(seen % 7 + 1)) << "op " << seen;
+    EXPECT_EQ(in[1].strides.size(), static_cast<std::size_t>(seen % 7 + 1)) << "op " << seen;
+    EXPECT_EQ(in[2].concrete, std::to_string(seen)) << "op " << seen;
+    ++seen;
+  }
+  EXPECT_EQ(seen, kOps);
+}
+
+// An op whose inputs exceed the per-op detail bound keeps no inputs; the ops around it do.
+TEST(RecordShapes, OpBeyondTheDetailBoundKeepsNoInputs) {
+  Options o;
+  o.record_shapes = true;
+  std::vector<torch::Tensor> a, b;
+  for (int i = 0; i < 64; ++i) {  // 2 lists x 64 tensors x 16 dims: over 16 KiB
+    a.push_back(torch::ones(std::vector<int64_t>(16, 1)));
+    b.push_back(torch::ones(std::vector<int64_t>(16, 1)));
+  }
+  auto t = profile(o, [&] {
+    torch::mm(torch::ones({2, 3}), torch::ones({3, 4}));
+    torch::_foreach_add_(a, b);
+    torch::mm(torch::ones({5, 3}), torch::ones({3, 4}));
+  });
+  const Event* big = first(*t, "aten::_foreach_add_");
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(big->inputs, -1);
+  std::vector<std::vector<int64_t>> mm_rows;
+  for (const Event& e : t->events)
+    if (e.name == "aten::mm" && e.inputs >= 0) mm_rows.push_back(t->op_inputs[e.inputs][0].sizes);
+  EXPECT_EQ(mm_rows, (std::vector<std::vector<int64_t>>{{2, 3}, {5, 3}}));
 }
 
 TEST(ProfileMemory, AllocationsAndFreesAttributedToTheInnermostOp) {
