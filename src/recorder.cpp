@@ -46,13 +46,14 @@ constexpr uint32_t kChunkSlots = 2048;
 struct Chunk {
   Slot slots[kChunkSlots];
   Chunk* next;
-  // Per slot: position of its details in the half's detail arena, or kNoDetails. Allocated
-  // the first time the chunk holds a record with details, then kept with the chunk.
-  uint64_t* refs;
 };
 
-// The detail arena: blocks of bytes, each record's details as u32 length + payload.
+// The detail arena: blocks of bytes, each record's details as u32 length + payload, in the
+// order of the records that carry kFlagDetails, so the reader finds them by walking both in
+// step. A record moves whole to the next block when it does not fit; a length of kNextBlock
+// (or a tail too short for a length) says the walk goes on in the next block.
 constexpr uint32_t kDetailBlockBytes = 256 * 1024;
+constexpr uint32_t kNextBlock = 0xffffffffu;
 struct DetailBlock {
   DetailBlock* next;
   uint32_t used;
@@ -258,7 +259,6 @@ struct ThreadState {
   char thread_name[32] = {0};
   Chunk* spare = nullptr;  // chunks of an old window, reused before allocating
   DetailBlock* cur_block = nullptr;
-  uint64_t block_base = 0;  // arena position of cur_block's first byte
   DetailBlock* spare_blocks = nullptr;
   NameCache names;
 
@@ -287,7 +287,6 @@ struct ThreadState {
   static void free_list(Chunk* c) {
     while (c) {
       Chunk* n = c->next;
-      delete[] c->refs;
       delete c;
       c = n;
     }
@@ -317,7 +316,6 @@ struct ThreadState {
     splice(h.head, spare);
     splice(h.detail_head, spare_blocks);
     cur_block = nullptr;
-    block_base = 0;
     h.size.store(0, std::memory_order_relaxed);
     h.gen.store(g, std::memory_order_release);
     cur = &h;
@@ -341,12 +339,8 @@ struct ThreadState {
       } else {
         c = new (std::nothrow) Chunk;  // no zeroing: every slot is written before use
         if (!c) return nullptr;
-        c->refs = nullptr;
       }
       c->next = nullptr;
-      if (c->refs == nullptr && g_capture_any_details.load(kRelaxed)) {
-        c->refs = new (std::nothrow) uint64_t[kChunkSlots];
-      }
       // Linked before the size that covers it is published.
       if (cur_chunk)
         cur_chunk->next = c;
@@ -361,7 +355,6 @@ struct ThreadState {
   // Where the current slot's details go: past a u32 length in the current block (or a fresh
   // one), with `*cap` bytes of room, at most kMaxDetailBytes. nullptr: the record keeps none.
   char* detail_room(bool fresh_block, std::size_t* cap) {
-    if (cur_chunk->refs == nullptr) return nullptr;  // allocation failed
     if (cur_block == nullptr || fresh_block || cur_block->used + 4 > kDetailBlockBytes) {
       DetailBlock* b = spare_blocks;
       if (b) {
@@ -380,10 +373,10 @@ struct ThreadState {
       b->next = nullptr;
       b->used = 0;
       if (cur_block) {
-        block_base += kDetailBlockBytes;
+        if (cur_block->used + 4 <= kDetailBlockBytes)
+          std::memcpy(cur_block->data + cur_block->used, &kNextBlock, 4);
         cur_block->next = b;
       } else {
-        block_base = 0;
         cur->detail_head = b;
       }
       cur_block = b;
@@ -391,14 +384,10 @@ struct ThreadState {
     *cap = std::min<std::size_t>(kDetailBlockBytes - cur_block->used - 4, kMaxDetailBytes);
     return cur_block->data + cur_block->used + 4;
   }
-  // Links the `n` bytes written at detail_room() to the current slot.
+  // Keeps the `n` bytes written at detail_room() as the current slot's details.
   void commit_details(uint32_t n) {
     std::memcpy(cur_block->data + cur_block->used, &n, 4);
-    cur_chunk->refs[chunk_pos] = block_base + cur_block->used;
     cur_block->used += n + 4;
-  }
-  void no_details() {
-    if (cur_chunk->refs) cur_chunk->refs[chunk_pos] = kNoDetails;
   }
 
   void publish() {
@@ -578,10 +567,10 @@ __attribute__((noinline)) void encode_stack(DetailWriter& w, int depth_limit,
 }
 
 // Encodes straight into the thread's detail arena. When the current block's tail is too
-// short for this record, it is encoded once more at the start of a fresh block.
+// short for this record, it is encoded once more at the start of a fresh block. A record
+// whose details could not be kept goes without kFlagDetails.
 __attribute__((noinline)) void record_details(ThreadState* ts, Slot* s,
-                                             const at::RecordFunction& fn) {
-  s->flags |= kFlagDetails;
+                                              const at::RecordFunction& fn) {
   for (bool fresh_block : {false, true}) {
     std::size_t cap = 0;
     char* buf = ts->detail_room(fresh_block, &cap);
@@ -600,11 +589,11 @@ __attribute__((noinline)) void record_details(ThreadState* ts, Slot* s,
     }
     if (w.ok()) {
       ts->commit_details(static_cast<uint32_t>(w.size()));
+      s->flags |= kFlagDetails;
       return;
     }
     if (cap == kMaxDetailBytes) break;  // too big for any block
   }
-  ts->no_details();
 }
 
 // ---- profile_memory: the c10 memory-reporting hook ------------------------------------
@@ -866,22 +855,38 @@ Collected Recorder::end_window() {
       ct.logical_tid = ts->logical_tid;
       ct.name = ts->thread_name;
       ct.records.reserve(n);
-      std::vector<const DetailBlock*> blocks;
-      for (const DetailBlock* b = h.detail_head; b; b = b->next) blocks.push_back(b);
+      // Details lie in the order of the records that carry them (see kNextBlock). Each block
+      // and link is read only for a published record that needs it: the owner may still be
+      // appending past the published size.
+      const DetailBlock* block = nullptr;
+      bool started = false;
+      uint32_t off = 0;
+      auto next_details = [&]() -> uint64_t {
+        if (!started) {
+          block = h.detail_head;
+          started = true;
+        }
+        while (block) {
+          uint32_t len = kNextBlock;
+          if (off + 4 <= kDetailBlockBytes) std::memcpy(&len, block->data + off, 4);
+          if (len == kNextBlock) {
+            block = block->next;
+            off = 0;
+            continue;
+          }
+          if (len > kDetailBlockBytes - off - 4) break;  // cannot happen: the writer checked
+          const uint64_t at = ct.details.size();
+          ct.details.append(block->data + off + 4, len);
+          off += 4 + len;
+          return at;
+        }
+        return kNoDetails;
+      };
       Chunk* c = h.head;
       for (uint32_t i = 0; i < n && c; c = c->next) {
         for (uint32_t k = 0; k < kChunkSlots && i < n; ++k, ++i) {
           const Slot& s = c->slots[k];
-          uint64_t details = kNoDetails;
-          const uint64_t ref = (s.flags & kFlagDetails) && c->refs ? c->refs[k] : kNoDetails;
-          if (ref != kNoDetails && ref / kDetailBlockBytes < blocks.size()) {
-            const DetailBlock* b = blocks[ref / kDetailBlockBytes];
-            const uint32_t off = static_cast<uint32_t>(ref % kDetailBlockBytes);
-            uint32_t len;
-            std::memcpy(&len, b->data + off, 4);
-            details = ct.details.size();
-            ct.details.append(b->data + off + 4, len);
-          }
+          const uint64_t details = (s.flags & kFlagDetails) ? next_details() : kNoDetails;
           ct.records.push_back(RawRecord{s.start, s.end.load(std::memory_order_relaxed),
                                          s.correlation, s.bytes, s.seq_nr, s.fwd_tid, s.name_id,
                                          s.scope, s.flags, details});
