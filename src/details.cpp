@@ -20,6 +20,7 @@ class Reader {
     pos_ += sizeof(T);
     return true;
   }
+  std::size_t pos() const { return pos_; }
 
  private:
   std::string_view b_;
@@ -61,77 +62,95 @@ std::string dtype_name(int8_t scalar_type) {
   return std::string(c10::scalarTypeToTypeMeta(st).name());
 }
 
-DecodedDetails decode_details(std::string_view bytes) {
+namespace {
+
+// The inputs section; false where it turns malformed (what came before it is kept).
+bool read_inputs(Reader& r, DecodedDetails& out, bool keep) {
+  uint8_t n = kNotCaptured;
+  if (!r.get(&n)) return false;
+  if (n == kNotCaptured) return true;
+  out.has_inputs = true;
+  if (keep) out.inputs.reserve(n);
+  OpInput in;  // reused when not kept: its buffers are allocated once
+  for (uint8_t i = 0; i < n; ++i) {
+    uint8_t kind;
+    if (!r.get(&kind)) return false;
+    in.kind = static_cast<OpInput::Kind>(kind);
+    in.dtype.clear();
+    in.sizes.clear();
+    in.strides.clear();
+    in.list_sizes.clear();
+    in.concrete.clear();
+    in.scalar = 0;
+    switch (in.kind) {
+      case OpInput::Kind::Tensor: {
+        int8_t dtype;
+        uint8_t ndim, has_strides;
+        if (!r.get(&dtype) || !r.get(&ndim) || !r.get(&has_strides)) return false;
+        if (!read_dims(r, ndim, &in.sizes)) return false;
+        if (has_strides && !read_dims(r, ndim, &in.strides)) return false;
+        in.dtype = dtype_name(dtype);
+        break;
+      }
+      case OpInput::Kind::TensorList: {
+        uint16_t count;
+        if (!r.get(&count)) return false;
+        for (uint16_t k = 0; k < count; ++k) {
+          int8_t dtype;
+          uint8_t ndim;
+          if (!r.get(&dtype) || !r.get(&ndim)) return false;
+          std::vector<int64_t> sizes;
+          if (!read_dims(r, ndim, &sizes)) return false;
+          in.list_sizes.push_back(std::move(sizes));
+        }
+        in.dtype = "TensorList";
+        break;
+      }
+      case OpInput::Kind::Scalar: {
+        uint8_t tag;
+        char raw[8];
+        if (!r.get(&tag) || !r.get(&raw)) return false;
+        in.concrete = format_number(tag, raw, &in.scalar);
+        in.dtype = "Scalar";
+        break;
+      }
+      case OpInput::Kind::ScalarList: {
+        uint8_t tag;
+        uint16_t count;
+        if (!r.get(&tag) || !r.get(&count)) return false;
+        std::string text = "[";
+        for (uint16_t k = 0; k < count; ++k) {
+          char raw[8];
+          if (!r.get(&raw)) return false;
+          double d;
+          text += (k ? ", " : "") + format_number(tag, raw, &d);
+          // Ints as recorded (through a double they lost precision beyond 2^53).
+          int64_t v;
+          std::memcpy(&v, raw, 8);
+          if (tag == 1) v = double_to_int64(d).value_or(kUnknownListValue);
+          in.sizes.push_back(v);
+        }
+        in.concrete = text + "]";
+        in.dtype = "ScalarList";
+        break;
+      }
+      case OpInput::Kind::None:
+      case OpInput::Kind::Other:
+        break;
+    }
+    if (keep) out.inputs.push_back(std::move(in));
+  }
+  return true;
+}
+
+}  // namespace
+
+DecodedDetails decode_details(std::string_view bytes, bool keep_inputs) {
   DecodedDetails out;
   Reader r(bytes);
-  uint8_t n = kNotCaptured;
-  if (!r.get(&n)) return out;
-  if (n != kNotCaptured) {
-    out.has_inputs = true;
-    for (uint8_t i = 0; i < n; ++i) {
-      uint8_t kind;
-      if (!r.get(&kind)) return out;
-      OpInput in;
-      in.kind = static_cast<OpInput::Kind>(kind);
-      switch (in.kind) {
-        case OpInput::Kind::Tensor: {
-          int8_t dtype;
-          uint8_t ndim, has_strides;
-          if (!r.get(&dtype) || !r.get(&ndim) || !r.get(&has_strides)) return out;
-          if (!read_dims(r, ndim, &in.sizes)) return out;
-          if (has_strides && !read_dims(r, ndim, &in.strides)) return out;
-          in.dtype = dtype_name(dtype);
-          break;
-        }
-        case OpInput::Kind::TensorList: {
-          uint16_t count;
-          if (!r.get(&count)) return out;
-          for (uint16_t k = 0; k < count; ++k) {
-            int8_t dtype;
-            uint8_t ndim;
-            if (!r.get(&dtype) || !r.get(&ndim)) return out;
-            std::vector<int64_t> sizes;
-            if (!read_dims(r, ndim, &sizes)) return out;
-            in.list_sizes.push_back(std::move(sizes));
-          }
-          in.dtype = "TensorList";
-          break;
-        }
-        case OpInput::Kind::Scalar: {
-          uint8_t tag;
-          char raw[8];
-          if (!r.get(&tag) || !r.get(&raw)) return out;
-          in.concrete = format_number(tag, raw, &in.scalar);
-          in.dtype = "Scalar";
-          break;
-        }
-        case OpInput::Kind::ScalarList: {
-          uint8_t tag;
-          uint16_t count;
-          if (!r.get(&tag) || !r.get(&count)) return out;
-          std::string text = "[";
-          for (uint16_t k = 0; k < count; ++k) {
-            char raw[8];
-            if (!r.get(&raw)) return out;
-            double d;
-            text += (k ? ", " : "") + format_number(tag, raw, &d);
-            // Ints as recorded (through a double they lost precision beyond 2^53).
-            int64_t i;
-            std::memcpy(&i, raw, 8);
-            if (tag == 1) i = double_to_int64(d).value_or(kUnknownListValue);
-            in.sizes.push_back(i);
-          }
-          in.concrete = text + "]";
-          in.dtype = "ScalarList";
-          break;
-        }
-        case OpInput::Kind::None:
-        case OpInput::Kind::Other:
-          break;
-      }
-      out.inputs.push_back(std::move(in));
-    }
-  }
+  const bool ok = read_inputs(r, out, keep_inputs);
+  out.inputs_bytes = r.pos();
+  if (!ok) return out;
   uint8_t depth = 0, truncated = 0;
   if (!r.get(&depth) || !r.get(&truncated)) return out;
   out.stack_truncated = truncated != 0;

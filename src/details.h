@@ -77,12 +77,15 @@ constexpr int64_t kUnknownListValue = std::numeric_limits<int64_t>::min();
 struct DecodedDetails {
   bool has_inputs = false;
   std::vector<OpInput> inputs;
+  std::size_t inputs_bytes = 0;  // length of the inputs section, from the record's start
   std::vector<uint64_t> stack;  // innermost first
   bool stack_truncated = false;
 };
 
-// Decodes one record's details; malformed bytes decode as far as they are valid.
-DecodedDetails decode_details(std::string_view bytes);
+// Decodes one record's details; malformed bytes decode as far as they are valid. Without
+// `keep_inputs` the inputs are only walked over (has_inputs and inputs_bytes still tell them),
+// for a caller that decodes each distinct inputs section once.
+DecodedDetails decode_details(std::string_view bytes, bool keep_inputs = true);
 
 // PyTorch's name of a dtype in "Input type" (c10 TypeMeta names: "float", "long int", ...).
 std::string dtype_name(int8_t scalar_type);

@@ -369,7 +369,7 @@ class SessionImpl {
     if (opts_.profile_memory) t.metadata["profile_memory"] = "1";
     if (opts_.with_stack) t.metadata["with_stack"] = "1";
     if (opts_.with_flops) t.metadata["with_flops"] = "1";
-    StackTable stacks{{}, symbolizer_};
+    DetailTables tables{{}, symbolizer_, {}};
     std::vector<std::string_view> name_views(c.names.size());
     std::vector<bool> interned(c.names.size(), false);
     std::size_t total = 0;
@@ -424,25 +424,46 @@ class SessionImpl {
         e.thread_id = th.logical_tid;
         e.is_async = (r.flags & detail::kFlagAsync) != 0;
         if (r.details != detail::kNoDetails && r.details < th.details.size())
-          add_details(std::string_view(th.details).substr(r.details), e, t, stacks);
+          add_details(std::string_view(th.details).substr(r.details), e, t, tables);
         t.events.push_back(e);
       }
     }
+    // Inputs decoded only for FLOPs are not the trace's to keep.
+    if (!opts_.record_shapes) std::vector<std::vector<OpInput>>().swap(t.op_inputs);
   }
 
-  // Stacks of a trace: each distinct address list once, each address symbolized once.
-  struct StackTable {
-    std::map<std::vector<uint64_t>, int32_t> index;
+  // Details of a trace. Stacks: each distinct address list once, each address symbolized
+  // once. Inputs: each distinct recorded inputs section (the same shapes and scalars, byte
+  // for byte) decoded once, its entry of Trace::op_inputs shared by the ops that had them,
+  // and its FLOPs estimated once per op name.
+  struct DetailTables {
+    std::map<std::vector<uint64_t>, int32_t> stacks;  // Trace::stacks
     detail::Symbolizer& symbolizer;  // the session's: loading symbol tables is paid once
+    struct Inputs {
+      int32_t index = -1;                                        // Trace::op_inputs
+      std::vector<std::pair<std::string_view, uint64_t>> flops;  // by op name
+    };
+    std::unordered_map<std::string_view, Inputs> inputs;  // keys view the Collected bytes
   };
 
-  void add_details(std::string_view bytes, Event& e, Trace& t, StackTable& stacks) {
-    detail::DecodedDetails d = detail::decode_details(bytes);
+  void add_details(std::string_view bytes, Event& e, Trace& t, DetailTables& tables) {
+    detail::DecodedDetails d = detail::decode_details(bytes, /*keep_inputs=*/false);
     if (d.has_inputs) {
-      if (opts_.with_flops) e.flops = detail::estimate_flops(e.name, d.inputs);
-      if (opts_.record_shapes) {
-        e.inputs = static_cast<int32_t>(t.op_inputs.size());
-        t.op_inputs.push_back(std::move(d.inputs));
+      auto [it, inserted] = tables.inputs.try_emplace(bytes.substr(0, d.inputs_bytes));
+      DetailTables::Inputs& in = it->second;
+      if (inserted) {
+        in.index = static_cast<int32_t>(t.op_inputs.size());
+        t.op_inputs.push_back(detail::decode_details(it->first).inputs);
+      }
+      if (opts_.record_shapes) e.inputs = in.index;
+      if (opts_.with_flops) {
+        auto f = std::find_if(in.flops.begin(), in.flops.end(),
+                              [&](const auto& p) { return p.first == e.name; });
+        if (f == in.flops.end()) {
+          in.flops.emplace_back(e.name, detail::estimate_flops(e.name, t.op_inputs[in.index]));
+          f = in.flops.end() - 1;
+        }
+        e.flops = f->second;
       }
     }
     if (!d.stack.empty()) {
@@ -450,20 +471,19 @@ class SessionImpl {
       // The innermost frames are libtorch's RecordFunction machinery calling ptprof: they are
       // the same on every op and only hide the caller.
       while (d.stack.size() > 1) {
-        const std::string& f = stacks.symbolizer.frame(d.stack.front());
+        const std::string& f = tables.symbolizer.frame(d.stack.front());
         if (f.rfind("at::RecordFunction::", 0) != 0 &&
             f.rfind("c10::Dispatcher::runRecordFunction", 0) != 0)
           break;
         d.stack.erase(d.stack.begin());
       }
-      auto [it, inserted] =
-          stacks.index.emplace(d.stack, static_cast<int32_t>(t.stacks.size()));
+      auto [it, inserted] = tables.stacks.emplace(d.stack, static_cast<int32_t>(t.stacks.size()));
       if (inserted) {
         std::vector<std::string> frames;
         frames.reserve(d.stack.size());
         // Outermost first, as PyTorch writes stacks.
         for (auto a = d.stack.rbegin(); a != d.stack.rend(); ++a)
-          frames.push_back(*a == 0 ? std::string("<truncated>") : stacks.symbolizer.frame(*a));
+          frames.push_back(*a == 0 ? std::string("<truncated>") : tables.symbolizer.frame(*a));
         t.stacks.push_back(std::move(frames));
       }
       e.stack = it->second;

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "flops.h"
 #include "test_util.h"
 
 namespace ptprof {
@@ -306,6 +307,58 @@ TEST(WithFlops, MatmulFlopsInTraceAndTable) {
   EXPECT_NE(table.find("Total KFLOPs"), std::string::npos) << table;
   EXPECT_NE(table.find("FLOP/s"), std::string::npos);
   EXPECT_NE(t->to_json().find("\"flops\": 8192"), std::string::npos);
+}
+
+// Ops with the same inputs share one decoded entry; FLOPs still follow each op's own formula.
+TEST(RecordShapes, OpsWithTheSameInputsShareAnEntry) {
+  auto a = torch::ones({4, 4});
+  auto b = torch::ones({4, 4});
+  auto run = [&] {
+    for (int i = 0; i < 50; ++i) {
+      torch::mm(a, b);
+      torch::mul(a, b);
+    }
+    torch::mm(a, torch::ones({4, 2}));
+  };
+  Options o;
+  o.record_shapes = true;
+  o.with_flops = true;
+  auto t = profile(o, run);
+  std::set<int32_t> square;  // entries of the 4x4 by 4x4 ops
+  int mm = 0, mul = 0;
+  for (const Event& e : t->events) {
+    if (e.name != "aten::mm" && e.name != "aten::mul") continue;
+    ASSERT_GE(e.inputs, 0);
+    const auto& in = t->op_inputs[e.inputs];
+    ASSERT_EQ(in.size(), 2u);
+    EXPECT_EQ(in[0].sizes, (std::vector<int64_t>{4, 4}));
+    if (in[1].sizes == std::vector<int64_t>{4, 2}) {
+      EXPECT_EQ(e.flops, 2u * 4 * 4 * 2);
+      continue;
+    }
+    square.insert(e.inputs);
+    if (e.name == "aten::mm") {
+      ++mm;
+      EXPECT_EQ(e.flops, 2u * 4 * 4 * 4);
+    } else {
+      ++mul;
+      EXPECT_EQ(e.flops, detail::estimate_flops("aten::mul", in));
+      EXPECT_NE(e.flops, 2u * 4 * 4 * 4);
+    }
+  }
+  EXPECT_EQ(mm, 50);
+  EXPECT_EQ(mul, 50);
+  EXPECT_EQ(square.size(), 1u);
+  EXPECT_LT(t->op_inputs.size(), 10u);
+
+  // FLOPs alone: inputs are decoded for the formulas, not kept in the trace.
+  o.record_shapes = false;
+  auto f = profile(o, run);
+  EXPECT_TRUE(f->op_inputs.empty());
+  const Event* first_mm = first(*f, "aten::mm");
+  ASSERT_NE(first_mm, nullptr);
+  EXPECT_EQ(first_mm->inputs, -1);
+  EXPECT_EQ(first_mm->flops, 2u * 4 * 4 * 4);
 }
 
 class AllCombinations : public ::testing::TestWithParam<int> {};

@@ -47,7 +47,8 @@ class Trace {
   // and `parent` links give the exact nesting.
   std::vector<Event> events;
   std::vector<MemoryEvent> memory_events;  // profile_memory, in time order
-  std::vector<std::vector<OpInput>> op_inputs;  // record_shapes; Event::inputs indexes it
+  // record_shapes: Event::inputs indexes it; ops that had the same inputs share an entry.
+  std::vector<std::vector<OpInput>> op_inputs;
   // with_stack: symbolized native frames, outermost first; Event::stack indexes it. A stack
   // cut at the depth bound starts with the frame "<truncated>" (its outer frames are gone).
   std::vector<std::vector<std::string>> stacks;
