@@ -20,6 +20,12 @@ class Reader {
     pos_ += sizeof(T);
     return true;
   }
+  // Like get() of n bytes, without reading them.
+  bool skip(std::size_t n) {
+    if (pos_ + n > b_.size()) return false;
+    pos_ += n;
+    return true;
+  }
   std::size_t pos() const { return pos_; }
 
  private:
@@ -64,14 +70,55 @@ std::string dtype_name(int8_t scalar_type) {
 
 namespace {
 
+bool skip_dims(Reader& r, uint8_t ndim) {
+  for (uint8_t d = 0; d < ndim; ++d)
+    if (!r.skip(sizeof(int64_t))) return false;
+  return true;
+}
+
+// Walks over `n` inputs as read_inputs reads them (stopping where it would), decoding nothing:
+// for a caller that only needs the section's length.
+bool skip_inputs(Reader& r, uint8_t n) {
+  for (uint8_t i = 0; i < n; ++i) {
+    uint8_t kind, ndim, tag, how;
+    uint16_t count;
+    if (!r.get(&kind)) return false;
+    switch (static_cast<OpInput::Kind>(kind)) {
+      case OpInput::Kind::Tensor:
+        if (!r.skip(1) || !r.get(&how) || !r.get(&ndim) || how > kDenseStrides) return false;
+        if (!skip_dims(r, ndim)) return false;
+        if (how == kStoredStrides && !skip_dims(r, ndim)) return false;
+        break;
+      case OpInput::Kind::TensorList:
+        if (!r.get(&count)) return false;
+        for (uint16_t k = 0; k < count; ++k)
+          if (!r.skip(1) || !r.get(&ndim) || !skip_dims(r, ndim)) return false;
+        break;
+      case OpInput::Kind::Scalar:
+        if (!r.get(&tag) || !r.skip(8)) return false;
+        break;
+      case OpInput::Kind::ScalarList:
+        if (!r.get(&tag) || !r.get(&count)) return false;
+        for (uint16_t k = 0; k < count; ++k)
+          if (!r.skip(8)) return false;
+        break;
+      case OpInput::Kind::None:
+      case OpInput::Kind::Other:
+        break;
+    }
+  }
+  return true;
+}
+
 // The inputs section; false where it turns malformed (what came before it is kept).
 bool read_inputs(Reader& r, DecodedDetails& out, bool keep) {
   uint8_t n = kNotCaptured;
   if (!r.get(&n)) return false;
   if (n == kNotCaptured) return true;
   out.has_inputs = true;
-  if (keep) out.inputs.reserve(n);
-  OpInput in;  // reused when not kept: its buffers are allocated once
+  if (!keep) return skip_inputs(r, n);
+  out.inputs.reserve(n);
+  OpInput in;
   for (uint8_t i = 0; i < n; ++i) {
     uint8_t kind;
     if (!r.get(&kind)) return false;
@@ -85,10 +132,19 @@ bool read_inputs(Reader& r, DecodedDetails& out, bool keep) {
     switch (in.kind) {
       case OpInput::Kind::Tensor: {
         int8_t dtype;
-        uint8_t ndim, has_strides;
-        if (!r.get(&dtype) || !r.get(&ndim) || !r.get(&has_strides)) return false;
+        uint8_t strides, ndim;
+        if (!r.get(&dtype) || !r.get(&strides) || !r.get(&ndim)) return false;
+        if (strides > kDenseStrides) return false;
         if (!read_dims(r, ndim, &in.sizes)) return false;
-        if (has_strides && !read_dims(r, ndim, &in.strides)) return false;
+        if (strides == kStoredStrides && !read_dims(r, ndim, &in.strides)) return false;
+        if (strides == kDenseStrides) {
+          in.strides.resize(ndim);
+          uint64_t stride = 1;
+          for (std::size_t d = ndim; d-- > 0;) {
+            in.strides[d] = static_cast<int64_t>(stride);
+            stride = next_dense_stride(stride, in.sizes[d]);
+          }
+        }
         in.dtype = dtype_name(dtype);
         break;
       }
@@ -138,7 +194,7 @@ bool read_inputs(Reader& r, DecodedDetails& out, bool keep) {
       case OpInput::Kind::Other:
         break;
     }
-    if (keep) out.inputs.push_back(std::move(in));
+    out.inputs.push_back(std::move(in));
   }
   return true;
 }

@@ -4,13 +4,14 @@
 //
 //   u8 n_inputs (kNotCaptured: none), then per input:
 //     u8 kind (OpInput::Kind)
-//     Tensor:     u8 dtype (c10::ScalarType), u8 ndim, u8 has_strides, i64 sizes[ndim],
-//                 i64 strides[ndim] if has_strides
+//     Tensor:     u8 dtype (c10::ScalarType), u8 strides (kNoStrides, kStoredStrides,
+//                 kDenseStrides), u8 ndim, i64 sizes[ndim], i64 strides[ndim] if stored
 //     TensorList: u16 n, then per element: u8 dtype, u8 ndim, i64 sizes[ndim]
 //     Scalar:     u8 tag (0 int, 1 double, 2 bool), 8 bytes (i64 or double)
 //     ScalarList: u8 tag, u16 n, n * 8 bytes
 //     None/Other: nothing
-//   u8 stack depth (0: none), u8 truncated, u64 addresses[depth] (innermost first)
+//   then, only where stacks were captured (without with_stack the record ends here):
+//   u8 stack depth, u8 truncated, u64 addresses[depth] (innermost first)
 #pragma once
 
 #include <cstdint>
@@ -30,17 +31,37 @@ constexpr int kMaxDims = 16;
 constexpr int kMaxListItems = 64;
 constexpr std::size_t kMaxDetailBytes = 16384;
 
+// How a tensor input's strides are kept. Most tensors are dense, and their strides follow
+// from their sizes: storing none then halves a record's bytes, which is most of its cost.
+constexpr uint8_t kNoStrides = 0;  // a layout without strides (sparse, mkldnn)
+constexpr uint8_t kStoredStrides = 1;
+constexpr uint8_t kDenseStrides = 2;
+
+// The row-major strides c10 gives a contiguous tensor (a dim of size 0 steps like one of
+// size 1), step by step from the innermost dim: `next` of the stride of dim i and its size
+// is the stride of dim i - 1. Unsigned, so that a product beyond int64_t wraps the same way
+// for the writer's exact check as for the reader.
+inline uint64_t next_dense_stride(uint64_t stride, int64_t size) {
+  return stride * static_cast<uint64_t>(size > 1 ? size : 1);
+}
+
+// True when `strides` are exactly the dense strides of `sizes`.
+inline bool strides_are_dense(const int64_t* sizes, const int64_t* strides, std::size_t n) {
+  uint64_t expect = 1;
+  for (std::size_t i = n; i-- > 0;) {
+    if (static_cast<uint64_t>(strides[i]) != expect) return false;
+    expect = next_dense_stride(expect, sizes[i]);
+  }
+  return true;
+}
+
 // Appends to a fixed buffer. The caller asks for room once per item (`reserve`) and then
-// puts unchecked: one bounds check per input instead of one per field. Once a reservation
-// fails, the whole record is marked failed and stays so (the caller stops writing).
+// puts unchecked: one bounds check per input instead of one per field. A failed `reserve`
+// means the record does not fit; the caller stops writing it.
 class DetailWriter {
  public:
-  DetailWriter(char* buf, std::size_t cap) : begin_(buf), p_(buf), end_(buf + cap) {}
-  bool reserve(std::size_t n) {
-    if (static_cast<std::size_t>(end_ - p_) >= n) return true;
-    ok_ = false;
-    return false;
-  }
+  DetailWriter(char* buf, std::size_t cap) : p_(buf), end_(buf + cap) {}
+  bool reserve(std::size_t n) const { return static_cast<std::size_t>(end_ - p_) >= n; }
   // Only within what the last successful `reserve` promised.
   template <typename T>
   void put(T v) {
@@ -48,18 +69,15 @@ class DetailWriter {
     p_ += sizeof(T);
   }
   // A few int64s: a plain loop beats a call to memcpy at these sizes.
-  void put_int64s(const int64_t* src, std::size_t n) {
+  __attribute__((always_inline)) void put_int64s(const int64_t* src, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) std::memcpy(p_ + i * sizeof(int64_t), src + i, 8);
     p_ += n * sizeof(int64_t);
   }
-  std::size_t size() const { return static_cast<std::size_t>(p_ - begin_); }
-  bool ok() const { return ok_; }
+  char* pos() const { return p_; }
 
  private:
-  char* begin_;
   char* p_;
   char* end_;
-  bool ok_ = true;
 };
 
 // A recorded double as int64_t (truncated toward zero, as before), or nullopt for NaN,

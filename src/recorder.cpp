@@ -54,6 +54,7 @@ struct Chunk {
 // (or a tail too short for a length) says the walk goes on in the next block.
 constexpr uint32_t kDetailBlockBytes = 256 * 1024;
 constexpr uint32_t kNextBlock = 0xffffffffu;
+static_assert(kMaxDetailBytes <= UINT16_MAX, "RawRecord::details_len holds a record's length");
 struct DetailBlock {
   DetailBlock* next;
   uint32_t used;
@@ -472,7 +473,8 @@ __attribute__((always_inline)) inline bool readable(const at::TensorImpl* t) {
 }
 
 // False once the record's details no longer fit `w`.
-bool encode_inputs(DetailWriter& w, c10::ArrayRef<const c10::IValue> inputs) {
+__attribute__((always_inline)) inline bool encode_inputs_into(
+    DetailWriter& w, c10::ArrayRef<const c10::IValue> inputs) {
   const std::size_t n = std::min<std::size_t>(inputs.size(), kMaxInputs);
   if (!w.reserve(1)) return false;
   w.put<uint8_t>(static_cast<uint8_t>(n));
@@ -487,15 +489,22 @@ bool encode_inputs(DetailWriter& w, c10::ArrayRef<const c10::IValue> inputs) {
         w.put<uint8_t>(static_cast<uint8_t>(tensor.defined() ? Kind::Other : Kind::None));
         continue;
       }
-      const bool strided = t->layout() == c10::kStrided;
       const auto ndim = static_cast<std::size_t>(t->dim());
-      if (!w.reserve(4 + ndim * sizeof(int64_t) * (strided ? 2 : 1))) return false;
+      const int64_t* sizes = t->sizes().data();
+      const int64_t* strides = nullptr;
+      uint8_t how = kNoStrides;
+      if (t->layout() == c10::kStrided) {
+        strides = t->strides().data();
+        how = strides_are_dense(sizes, strides, ndim) ? kDenseStrides : kStoredStrides;
+      }
+      const bool stored = how == kStoredStrides;
+      if (!w.reserve(4 + ndim * sizeof(int64_t) * (stored ? 2 : 1))) return false;
       w.put<uint8_t>(static_cast<uint8_t>(Kind::Tensor));
       w.put<int8_t>(static_cast<int8_t>(c10::typeMetaToScalarType(t->dtype())));
+      w.put<uint8_t>(how);
       w.put<uint8_t>(static_cast<uint8_t>(ndim));
-      w.put<uint8_t>(strided ? 1 : 0);
-      put_dims(w, t->sizes());
-      if (strided) put_dims(w, t->strides());
+      w.put_int64s(sizes, ndim);
+      if (stored) w.put_int64s(strides, ndim);
     } else if (v.isDouble() || v.isInt() || v.isBool() || v.isComplexDouble()) {
       if (!w.reserve(10)) return false;
       w.put<uint8_t>(static_cast<uint8_t>(Kind::Scalar));
@@ -539,10 +548,20 @@ bool encode_inputs(DetailWriter& w, c10::ArrayRef<const c10::IValue> inputs) {
   return true;
 }
 
-// `caller_pc`: the return address into on_enter, which is exactly the pc the unwinder reports
-// for on_enter's frame; everything up to it is ptprof's own (code size and inlining aside).
-__attribute__((noinline)) void encode_stack(DetailWriter& w, int depth_limit,
-                                            const void* caller_pc) {
+// Writes the inputs section into [p, end); returns where the record goes on, or nullptr
+// once it does not fit. Pointers in and out rather than the writer itself: a writer passed by
+// reference would keep its position in memory, a load and a store for every field.
+__attribute__((noinline)) char* encode_inputs(char* p, char* end,
+                                              c10::ArrayRef<const c10::IValue> inputs) {
+  DetailWriter w(p, static_cast<std::size_t>(end - p));
+  return encode_inputs_into(w, inputs) ? w.pos() : nullptr;
+}
+
+// The stack section, like encode_inputs. `caller_pc`: the return address into on_enter,
+// which is exactly the pc the unwinder reports for on_enter's frame; everything up to it is
+// ptprof's own (code size and inlining aside).
+__attribute__((noinline)) char* encode_stack(char* p, char* end, int depth_limit,
+                                             const void* caller_pc) {
   void* frames[256];
   // ptprof's own frames come first; a few spare slots keep `depth_limit` for the rest, and
   // one more than kept tells a cut stack.
@@ -560,10 +579,12 @@ __attribute__((noinline)) void encode_stack(DetailWriter& w, int depth_limit,
   }
   const bool truncated = n - skip > depth_limit;
   const int kept = std::min(n - skip, depth_limit);
-  if (!w.reserve(2 + static_cast<std::size_t>(kept) * sizeof(uint64_t))) return;
+  DetailWriter w(p, static_cast<std::size_t>(end - p));
+  if (!w.reserve(2 + static_cast<std::size_t>(kept) * sizeof(uint64_t))) return nullptr;
   w.put<uint8_t>(static_cast<uint8_t>(kept));
   w.put<uint8_t>(truncated ? 1 : 0);
   for (int i = 0; i < kept; ++i) w.put<uint64_t>(reinterpret_cast<uint64_t>(frames[skip + i]));
+  return w.pos();
 }
 
 // Encodes straight into the thread's detail arena. When the current block's tail is too
@@ -573,22 +594,22 @@ __attribute__((noinline)) void record_details(ThreadState* ts, Slot* s,
                                               const at::RecordFunction& fn) {
   for (bool fresh_block : {false, true}) {
     std::size_t cap = 0;
-    char* buf = ts->detail_room(fresh_block, &cap);
+    char* const buf = ts->detail_room(fresh_block, &cap);
     if (buf == nullptr) break;
-    DetailWriter w(buf, cap);
+    char* const end = buf + cap;
+    char* p = buf;
     if (g_capture_inputs.load(kRelaxed)) {
-      encode_inputs(w, fn.inputs());
-    } else if (w.reserve(1)) {
-      w.put<uint8_t>(kNotCaptured);
+      p = encode_inputs(p, end, fn.inputs());
+    } else if (p < end) {
+      *p++ = static_cast<char>(kNotCaptured);
+    } else {
+      p = nullptr;
     }
-    if (g_capture_stacks.load(kRelaxed)) {
-      encode_stack(w, g_stack_depth.load(kRelaxed), __builtin_return_address(0));
-    } else if (w.reserve(2)) {
-      w.put<uint8_t>(0);
-      w.put<uint8_t>(0);
-    }
-    if (w.ok()) {
-      ts->commit_details(static_cast<uint32_t>(w.size()));
+    // Without with_stack the stack section is left out (the reader takes none).
+    if (p != nullptr && g_capture_stacks.load(kRelaxed))
+      p = encode_stack(p, end, g_stack_depth.load(kRelaxed), __builtin_return_address(0));
+    if (p != nullptr) {
+      ts->commit_details(static_cast<uint32_t>(p - buf));
       s->flags |= kFlagDetails;
       return;
     }
@@ -861,7 +882,9 @@ Collected Recorder::end_window() {
       const DetailBlock* block = nullptr;
       bool started = false;
       uint32_t off = 0;
+      uint16_t details_len = 0;
       auto next_details = [&]() -> uint64_t {
+        details_len = 0;
         if (!started) {
           block = h.detail_head;
           started = true;
@@ -877,6 +900,7 @@ Collected Recorder::end_window() {
           if (len > kDetailBlockBytes - off - 4) break;  // cannot happen: the writer checked
           const uint64_t at = ct.details.size();
           ct.details.append(block->data + off + 4, len);
+          details_len = static_cast<uint16_t>(len);
           off += 4 + len;
           return at;
         }
@@ -889,7 +913,7 @@ Collected Recorder::end_window() {
           const uint64_t details = (s.flags & kFlagDetails) ? next_details() : kNoDetails;
           ct.records.push_back(RawRecord{s.start, s.end.load(std::memory_order_relaxed),
                                          s.correlation, s.bytes, s.seq_nr, s.fwd_tid, s.name_id,
-                                         s.scope, s.flags, details});
+                                         s.scope, s.flags, details_len, details});
         }
       }
       out.threads.push_back(std::move(ct));

@@ -34,10 +34,12 @@ struct RawRecord {
   uint32_t name_id;
   uint8_t scope;  // at::RecordScope, or kScopeMemory
   uint8_t flags;  // kFlagAsync
-  // Serialized inputs/stack of the op (record_shapes, with_flops, with_stack), an offset into
-  // CollectedThread::details, or kNoDetails.
+  // Serialized inputs/stack of the op (record_shapes, with_flops, with_stack): details_len
+  // bytes at this offset into CollectedThread::details, or kNoDetails.
+  uint16_t details_len;
   uint64_t details;
 };
+static_assert(sizeof(RawRecord) <= 64, "a collected record stays within a cache line");
 constexpr uint8_t kFlagAsync = 1;
 constexpr uint8_t kFlagDetails = 2;  // the hot path wrote details for this record
 constexpr uint8_t kScopeMemory = 0xFE;

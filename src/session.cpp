@@ -424,7 +424,7 @@ class SessionImpl {
         e.thread_id = th.logical_tid;
         e.is_async = (r.flags & detail::kFlagAsync) != 0;
         if (r.details != detail::kNoDetails && r.details < th.details.size())
-          add_details(std::string_view(th.details).substr(r.details), e, t, tables);
+          add_details(std::string_view(th.details).substr(r.details, r.details_len), e, t, tables);
         t.events.push_back(e);
       }
     }

@@ -124,6 +124,42 @@ TEST(RecordShapes, ListsScalarsAndNonContiguousInputs) {
   EXPECT_EQ(args["aten::mul"]["Input Strides"][0], nlohmann::json::parse("[1, 6]"));
 }
 
+// Dense strides are not stored but rebuilt from the sizes; every tensor must still come back
+// with exactly its own strides, including those that only look dense (a size-1 dim with any
+// stride is contiguous to c10, but PyTorch writes the stride it has).
+TEST(RecordShapes, StridesComeBackExactly) {
+  Options o;
+  o.record_shapes = true;
+  const std::vector<torch::Tensor> ts = {
+      torch::ones({2, 3, 4}),
+      torch::ones({7}),
+      torch::ones({}),
+      torch::empty({2, 0, 3}),  // a size-0 dim steps like 1
+      torch::ones({4, 1, 5}),
+      torch::ones({1, 12}).as_strided({1, 3}, {100, 1}),  // size-1 dim, odd stride
+      torch::ones({5, 1}).as_strided({5, 1}, {1, 1}),
+      torch::ones({3}).expand({4, 3}),  // stride 0
+      torch::ones({3, 4}).t(),
+      torch::ones({6, 6}).narrow(1, 1, 3),
+      torch::ones({2, 1, 2}).as_strided({2, 1, 2}, {2, 7, 1}),
+  };
+  auto t = profile(o, [&] {
+    for (const auto& x : ts) torch::neg(x);
+  });
+  ASSERT_TRUE(t);
+  std::size_t k = 0;
+  for (const Event& e : t->events) {
+    if (e.name != "aten::neg") continue;
+    ASSERT_LT(k, ts.size());
+    ASSERT_GE(e.inputs, 0) << "tensor " << k;
+    const OpInput& in = t->op_inputs[e.inputs][0];
+    EXPECT_EQ(in.sizes, ts[k].sizes().vec()) << "tensor " << k;
+    EXPECT_EQ(in.strides, ts[k].strides().vec()) << "tensor " << k;
+    ++k;
+  }
+  EXPECT_EQ(k, ts.size());
+}
+
 // Details are written straight into per-thread blocks; records that straddle a block's end
 // must move whole to the next block.
 TEST(RecordShapes, EveryOpKeepsItsOwnInputsAcrossManyBlocks) {

@@ -44,6 +44,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         in.strides.size() != in.sizes.size())
       __builtin_trap();  // strides are per dimension
   }
+  // The length-only walk the session uses must stop exactly where the decoder does.
+  const ptprof::detail::DecodedDetails walked =
+      ptprof::detail::decode_details(bytes, /*keep_inputs=*/false);
+  if (walked.inputs_bytes != d.inputs_bytes || walked.has_inputs != d.has_inputs ||
+      walked.stack != d.stack)
+    __builtin_trap();
   (void)ptprof::detail::estimate_flops(op, d.inputs);
   return 0;
 }

@@ -87,9 +87,11 @@ def traces():
 def details():
     """(name, bytes) of the details seeds: op index byte, then the details format."""
     def tensor(dtype, sizes, strides=None):
-        b = struct.pack("<BbBB", 1, dtype, len(sizes), 1 if strides is not None else 0)
+        # strides: None (a layout without them), "dense" (rebuilt from the sizes), or a list.
+        how = 0 if strides is None else 2 if strides == "dense" else 1
+        b = struct.pack("<BbBB", 1, dtype, how, len(sizes))
         b += struct.pack("<%dq" % len(sizes), *sizes)
-        if strides is not None:
+        if how == 1:
             b += struct.pack("<%dq" % len(strides), *strides)
         return b
 
@@ -113,7 +115,7 @@ def details():
     f32 = 6  # c10::ScalarType::Float
     out = []
     out.append(("mm", bytes([0]) + inputs(tensor(f32, [4, 8], [8, 1]),
-                                          tensor(f32, [8, 16], [16, 1])) + no_stack))
+                                          tensor(f32, [8, 16], "dense")) + no_stack))
     out.append(("addmm", bytes([1]) + inputs(tensor(f32, [16]), tensor(f32, [4, 8]),
                                              tensor(f32, [8, 16]), scalar(0, 1),
                                              scalar(1, 0.5)) + no_stack))

@@ -32,9 +32,28 @@ class Details {
   Details& tensor(std::vector<int64_t> sizes) {
     put<uint8_t>(1);  // OpInput::Kind::Tensor
     put<int8_t>(6);   // float
-    put<uint8_t>(static_cast<uint8_t>(sizes.size()));
     put<uint8_t>(0);  // no strides
+    put<uint8_t>(static_cast<uint8_t>(sizes.size()));
     for (int64_t d : sizes) put(d);
+    return *this;
+  }
+  // A strided tensor whose strides the reader rebuilds from its sizes.
+  Details& dense_tensor(std::vector<int64_t> sizes) {
+    put<uint8_t>(1);
+    put<int8_t>(6);
+    put<uint8_t>(2);  // dense strides
+    put<uint8_t>(static_cast<uint8_t>(sizes.size()));
+    for (int64_t d : sizes) put(d);
+    return *this;
+  }
+  Details& tensor_list(const std::vector<std::vector<int64_t>>& items) {
+    put<uint8_t>(2);  // TensorList
+    put<uint16_t>(static_cast<uint16_t>(items.size()));
+    for (const auto& sizes : items) {
+      put<int8_t>(6);
+      put<uint8_t>(static_cast<uint8_t>(sizes.size()));
+      for (int64_t d : sizes) put(d);
+    }
     return *this;
   }
   Details& none() {
@@ -68,11 +87,8 @@ class Details {
     return *this;
   }
   // Ends with "no stack" and decodes.
-  detail::DecodedDetails decode() {
-    put<uint8_t>(0);
-    put<uint8_t>(0);
-    return detail::decode_details(bytes_);
-  }
+  detail::DecodedDetails decode() { return detail::decode_details(bytes()); }
+  std::string bytes() const { return bytes_ + std::string(2, '\0'); }
 
  private:
   template <typename T>
@@ -191,6 +207,56 @@ detail::DecodedDetails conv2d(std::vector<int64_t> x, std::vector<int64_t> w,
       .int_list({1, 1})
       .int_scalar(groups)
       .decode();
+}
+
+TEST(Parsers, DenseStridesAreRebuiltFromTheSizes) {
+  const auto d = Details(5)
+                     .dense_tensor({2, 3, 4})
+                     .dense_tensor({2, 0, 3})
+                     .dense_tensor({})
+                     .dense_tensor({kHuge, 4, 4})
+                     .dense_tensor({2, kHuge, 8})
+                     .decode();
+  ASSERT_EQ(d.inputs.size(), 5u);
+  EXPECT_EQ(d.inputs[0].strides, (std::vector<int64_t>{12, 4, 1}));
+  EXPECT_EQ(d.inputs[1].strides, (std::vector<int64_t>{3, 3, 1}));
+  EXPECT_TRUE(d.inputs[2].strides.empty());
+  EXPECT_EQ(d.inputs[3].strides, (std::vector<int64_t>{16, 4, 1}));
+  // 2^62 * 8 wraps to 0 in the reader exactly as in the writer's check, without overflow.
+  EXPECT_EQ(d.inputs[4].strides, (std::vector<int64_t>{0, 8, 1}));
+}
+
+TEST(Parsers, UnknownStridesKindIsMalformed) {
+  std::string bytes("\x01\x01\x06\x03\x01", 5);  // one tensor, strides kind 3
+  bytes.append(8, '\0');
+  const auto d = detail::decode_details(bytes);
+  EXPECT_TRUE(d.has_inputs);
+  EXPECT_TRUE(d.inputs.empty());
+}
+
+// The session walks each record's inputs without decoding them to find the section's
+// length; that walk must end exactly where the decoder does, on every cut of a record too.
+TEST(Parsers, LengthWalkEndsWhereTheDecoderDoes) {
+  const std::string full = Details(9)
+                               .tensor({4, 8})
+                               .tensor_list({{2, 3}, {}, {5}})
+                               .dense_tensor({2, 3})
+                               .int_scalar(7)
+                               .double_list({0.5, 2})
+                               .none()
+                               .int_list({1, 2, 3})
+                               .double_scalar(1.5)
+                               .dense_tensor({})
+                               .bytes();
+  for (std::size_t n = 0; n <= full.size(); ++n) {
+    const std::string_view cut(full.data(), n);
+    const auto decoded = detail::decode_details(cut, /*keep_inputs=*/true);
+    const auto walked = detail::decode_details(cut, /*keep_inputs=*/false);
+    EXPECT_EQ(walked.has_inputs, decoded.has_inputs) << "cut at " << n;
+    EXPECT_EQ(walked.inputs_bytes, decoded.inputs_bytes) << "cut at " << n;
+    EXPECT_TRUE(walked.inputs.empty());
+  }
+  EXPECT_EQ(detail::decode_details(full, false).inputs_bytes, full.size() - 2);
 }
 
 TEST(Parsers, ConvolutionFlopsOfAPlainConvAreCounted) {
