@@ -54,6 +54,7 @@ struct Chunk {
 // (or a tail too short for a length) says the walk goes on in the next block.
 constexpr uint32_t kDetailBlockBytes = 256 * 1024;
 constexpr uint32_t kNextBlock = 0xffffffffu;
+constexpr std::size_t kDetailPrefetchBytes = 512;
 static_assert(kMaxDetailBytes <= UINT16_MAX, "RawRecord::details_len holds a record's length");
 struct DetailBlock {
   DetailBlock* next;
@@ -597,6 +598,10 @@ __attribute__((noinline)) void record_details(ThreadState* ts, Slot* s,
     char* const buf = ts->detail_room(fresh_block, &cap);
     if (buf == nullptr) break;
     char* const end = buf + cap;
+    // The arena is written once and read at window close, a new cache line every other op or
+    // so; asking for the line a few records ahead hides the write miss (bench_overhead:
+    // ptprof_shapes ~9 ns/op less; the same for the records' chunks changed nothing).
+    if (cap > kDetailPrefetchBytes) __builtin_prefetch(buf + kDetailPrefetchBytes, 1);
     char* p = buf;
     if (g_capture_inputs.load(kRelaxed)) {
       p = encode_inputs(p, end, fn.inputs());
