@@ -52,7 +52,13 @@ std::string format_number(uint8_t tag, const char raw[8], double* as_double) {
   return std::to_string(i);
 }
 
+// Into `out`, or only over them where it is null.
 bool read_dims(Reader& r, uint8_t ndim, std::vector<int64_t>* out) {
+  if (out == nullptr) {
+    for (uint8_t d = 0; d < ndim; ++d)
+      if (!r.skip(sizeof(int64_t))) return false;
+    return true;
+  }
   out->resize(ndim);
   for (uint8_t d = 0; d < ndim; ++d)
     if (!r.get(&(*out)[d])) return false;
@@ -70,54 +76,14 @@ std::string dtype_name(int8_t scalar_type) {
 
 namespace {
 
-bool skip_dims(Reader& r, uint8_t ndim) {
-  for (uint8_t d = 0; d < ndim; ++d)
-    if (!r.skip(sizeof(int64_t))) return false;
-  return true;
-}
-
-// Walks over `n` inputs as read_inputs reads them (stopping where it would), decoding nothing:
-// for a caller that only needs the section's length.
-bool skip_inputs(Reader& r, uint8_t n) {
-  for (uint8_t i = 0; i < n; ++i) {
-    uint8_t kind, ndim, tag, how;
-    uint16_t count;
-    if (!r.get(&kind)) return false;
-    switch (static_cast<OpInput::Kind>(kind)) {
-      case OpInput::Kind::Tensor:
-        if (!r.skip(1) || !r.get(&how) || !r.get(&ndim) || how > kDenseStrides) return false;
-        if (!skip_dims(r, ndim)) return false;
-        if (how == kStoredStrides && !skip_dims(r, ndim)) return false;
-        break;
-      case OpInput::Kind::TensorList:
-        if (!r.get(&count)) return false;
-        for (uint16_t k = 0; k < count; ++k)
-          if (!r.skip(1) || !r.get(&ndim) || !skip_dims(r, ndim)) return false;
-        break;
-      case OpInput::Kind::Scalar:
-        if (!r.get(&tag) || !r.skip(8)) return false;
-        break;
-      case OpInput::Kind::ScalarList:
-        if (!r.get(&tag) || !r.get(&count)) return false;
-        for (uint16_t k = 0; k < count; ++k)
-          if (!r.skip(8)) return false;
-        break;
-      case OpInput::Kind::None:
-      case OpInput::Kind::Other:
-        break;
-    }
-  }
-  return true;
-}
-
-// The inputs section; false where it turns malformed (what came before it is kept).
+// The inputs section; false where it turns malformed (what came before it is kept). Without
+// `keep` it is walked the same way but nothing is decoded: no text, no dims kept.
 bool read_inputs(Reader& r, DecodedDetails& out, bool keep) {
   uint8_t n = kNotCaptured;
   if (!r.get(&n)) return false;
   if (n == kNotCaptured) return true;
   out.has_inputs = true;
-  if (!keep) return skip_inputs(r, n);
-  out.inputs.reserve(n);
+  if (keep) out.inputs.reserve(n);
   OpInput in;
   for (uint8_t i = 0; i < n; ++i) {
     uint8_t kind;
@@ -135,8 +101,10 @@ bool read_inputs(Reader& r, DecodedDetails& out, bool keep) {
         uint8_t strides, ndim;
         if (!r.get(&dtype) || !r.get(&strides) || !r.get(&ndim)) return false;
         if (strides > kDenseStrides) return false;
-        if (!read_dims(r, ndim, &in.sizes)) return false;
-        if (strides == kStoredStrides && !read_dims(r, ndim, &in.strides)) return false;
+        if (!read_dims(r, ndim, keep ? &in.sizes : nullptr)) return false;
+        if (strides == kStoredStrides && !read_dims(r, ndim, keep ? &in.strides : nullptr))
+          return false;
+        if (!keep) break;
         if (strides == kDenseStrides) {
           in.strides.resize(ndim);
           uint64_t stride = 1;
@@ -156,8 +124,8 @@ bool read_inputs(Reader& r, DecodedDetails& out, bool keep) {
           uint8_t ndim;
           if (!r.get(&dtype) || !r.get(&ndim)) return false;
           std::vector<int64_t> sizes;
-          if (!read_dims(r, ndim, &sizes)) return false;
-          in.list_sizes.push_back(std::move(sizes));
+          if (!read_dims(r, ndim, keep ? &sizes : nullptr)) return false;
+          if (keep) in.list_sizes.push_back(std::move(sizes));
         }
         in.dtype = "TensorList";
         break;
@@ -166,6 +134,7 @@ bool read_inputs(Reader& r, DecodedDetails& out, bool keep) {
         uint8_t tag;
         char raw[8];
         if (!r.get(&tag) || !r.get(&raw)) return false;
+        if (!keep) break;
         in.concrete = format_number(tag, raw, &in.scalar);
         in.dtype = "Scalar";
         break;
@@ -178,6 +147,7 @@ bool read_inputs(Reader& r, DecodedDetails& out, bool keep) {
         for (uint16_t k = 0; k < count; ++k) {
           char raw[8];
           if (!r.get(&raw)) return false;
+          if (!keep) continue;
           double d;
           text += (k ? ", " : "") + format_number(tag, raw, &d);
           // Ints as recorded (through a double they lost precision beyond 2^53).
@@ -194,7 +164,7 @@ bool read_inputs(Reader& r, DecodedDetails& out, bool keep) {
       case OpInput::Kind::Other:
         break;
     }
-    out.inputs.push_back(std::move(in));
+    if (keep) out.inputs.push_back(std::move(in));
   }
   return true;
 }

@@ -887,9 +887,11 @@ Collected Recorder::end_window() {
       const DetailBlock* block = nullptr;
       bool started = false;
       uint32_t off = 0;
-      uint16_t details_len = 0;
-      auto next_details = [&]() -> uint64_t {
-        details_len = 0;
+      struct Span {
+        uint64_t at = kNoDetails;
+        uint16_t len = 0;
+      };
+      auto next_details = [&]() -> Span {
         if (!started) {
           block = h.detail_head;
           started = true;
@@ -903,22 +905,21 @@ Collected Recorder::end_window() {
             continue;
           }
           if (len > kDetailBlockBytes - off - 4) break;  // cannot happen: the writer checked
-          const uint64_t at = ct.details.size();
+          const Span span{ct.details.size(), static_cast<uint16_t>(len)};
           ct.details.append(block->data + off + 4, len);
-          details_len = static_cast<uint16_t>(len);
           off += 4 + len;
-          return at;
+          return span;
         }
-        return kNoDetails;
+        return Span{};
       };
       Chunk* c = h.head;
       for (uint32_t i = 0; i < n && c; c = c->next) {
         for (uint32_t k = 0; k < kChunkSlots && i < n; ++k, ++i) {
           const Slot& s = c->slots[k];
-          const uint64_t details = (s.flags & kFlagDetails) ? next_details() : kNoDetails;
+          const Span details = (s.flags & kFlagDetails) ? next_details() : Span{};
           ct.records.push_back(RawRecord{s.start, s.end.load(std::memory_order_relaxed),
                                          s.correlation, s.bytes, s.seq_nr, s.fwd_tid, s.name_id,
-                                         s.scope, s.flags, details_len, details});
+                                         s.scope, s.flags, details.len, details.at});
         }
       }
       out.threads.push_back(std::move(ct));
