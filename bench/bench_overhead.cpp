@@ -33,6 +33,7 @@
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
+#include "bench_common.h"
 #include "clock.h"
 #include "json_writer.h"
 #include "recorder.h"
@@ -46,13 +47,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The op loops are timed in this thread's CPU time: on a shared VM, wall time also counts
-// the time the hypervisor gave our vCPU to someone else (steal), which varies run to run.
-int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
+using ptprof::bench::Config;
+using ptprof::bench::empty_end;
+using ptprof::bench::empty_start;
+using ptprof::bench::EmptyReporter;
+using ptprof::bench::median;
+using ptprof::bench::thread_cpu_ns;
 
 double run_ops(int64_t n, at::Tensor& a, const at::Tensor& b) {
   const int64_t t0 = thread_cpu_ns();
@@ -143,38 +143,6 @@ class StubCupti final : public ptprof::detail::CuptiApi {
   std::atomic<int64_t> depth_{0};
 };
 #endif
-
-// The memory floor: a reporter that asks c10 for every allocation and free and does nothing
-// with them. Once any reporter says memoryProfilingEnabled(), c10's CPU allocator does its own
-// bookkeeping (a mutex and a pointer-to-size map per allocation and free) that every memory
-// profiler pays, ptprof and libtorch's alike. Must be a ProfilerStateBase: libtorch casts the
-// slot to one.
-class EmptyReporter final : public torch::profiler::impl::ProfilerStateBase {
- public:
-  EmptyReporter()
-      : ProfilerStateBase(torch::profiler::impl::ProfilerConfig(
-            torch::profiler::impl::ProfilerState::Disabled, false, /*profile_memory=*/true)) {}
-  void reportMemoryUsage(void*, int64_t, std::size_t, std::size_t, c10::Device) override {}
-  bool memoryProfilingEnabled() const override { return true; }
-  torch::profiler::impl::ActiveProfilerType profilerType() override {
-    return torch::profiler::impl::ActiveProfilerType::NONE;
-  }
-};
-
-std::unique_ptr<at::ObserverContext> empty_start(const at::RecordFunction&) { return nullptr; }
-void empty_end(const at::RecordFunction&, at::ObserverContext*) {}
-
-// A configuration: set up an observer, run the loop, tear it down.
-struct Config {
-  std::string name;
-  std::function<void()> setup;
-  std::function<void()> teardown;
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Heap bytes in use (arena + mmapped blocks): unlike RSS, not hidden by memory the allocator
 // kept from earlier frees.

@@ -2,15 +2,18 @@
 #
 # libtorch: a user's CMAKE_PREFIX_PATH (an unpacked libtorch) wins; otherwise the torch wheel in
 # PTPROF_PYTHON's environment (scripts/setup's venv) through torch.utils.cmake_prefix_path.
+#
+# PTPROF_PYTHON (default: that venv's python) is also what the tests run the trace consumers
+# (TensorBoard's plugin, HTA) with.
+if(NOT PTPROF_PYTHON)
+  if(DEFINED ENV{PTPROF_VENV})
+    set(PTPROF_PYTHON "$ENV{PTPROF_VENV}/bin/python")
+  else()
+    set(PTPROF_PYTHON "$ENV{HOME}/.cache/ptprof/venv/bin/python")
+  endif()
+endif()
 find_package(Torch QUIET)
 if(NOT Torch_FOUND)
-  if(NOT PTPROF_PYTHON)
-    if(DEFINED ENV{PTPROF_VENV})
-      set(PTPROF_PYTHON "$ENV{PTPROF_VENV}/bin/python")
-    else()
-      set(PTPROF_PYTHON "$ENV{HOME}/.cache/ptprof/venv/bin/python")
-    endif()
-  endif()
   execute_process(
     COMMAND "${PTPROF_PYTHON}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
     OUTPUT_VARIABLE _ptprof_torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE

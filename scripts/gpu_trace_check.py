@@ -14,8 +14,22 @@ Checks (each failure is printed as "FAIL <check>: ..." and listed in the figures
   device_properties      deviceProperties covers every device kernels ran on; CUDA versions given
   kineto_kernel_count    as many kernels as libtorch's profiler saw for the same steps
   kineto_per_op          the same kernel count for every op name
+  kernel_in_step         every kernel, copy and memset lies inside the ProfilerStep#N whose
+                         CPU range holds its launch (the check's steps end in a device sync)
+  step_on_gpu            each step with GPU work has its ProfilerStep#N gpu_user_annotation, and
+                         user ranges are projected onto the GPU too
   conflict_warning       (with --run) ptprof asked for CUDA while libtorch's profiler ran: it
                          warned naming the conflict and still recorded the CPU side
+  second_subscriber      (with --run) CUPTI held by another subscriber: ptprof warned, recorded
+                         the CPU side only, and had CUPTI again once it was released
+  launch_cost            (with --run) the launch-cost rounds ran and ptprof's saw its kernels
+  no_gpu_fallback        (with --fallback) CUDA asked for with no GPU visible: one warning, a
+                         CPU trace, no GPU events, and the trace says why
+  kineto_teardown        (with --teardown) after libtorch's profiler ran with TEARDOWN_CUPTI=1,
+                         a ptprof session has CUPTI again; without it, ptprof's warning names
+                         TEARDOWN_CUPTI (with --run)
+  all_options            (with --all-options) the trace with every option on has input shapes,
+                         CUDA allocator events, C++ stacks, FLOPs, and correlated kernels
 Exit status: 0 all checks passed, 1 a check failed, 2 bad usage or unreadable input.
 """
 
@@ -23,6 +37,7 @@ import argparse
 import collections
 import gzip
 import json
+import os
 import sys
 
 
@@ -76,7 +91,127 @@ def pct(part, whole):
     return round(100.0 * part / whole, 3) if whole else 0.0
 
 
-def verify(trace, kineto=None, run=None):
+def check_run(run, figures, fail):
+    """The figures and checks of gpu_train_check's run.json."""
+    for key in ("steps", "baseline_step_ms", "ptprof_step_ms", "kineto_step_ms",
+                "after_kineto_kernels", "after_kineto_warnings", "ptprof_warnings",
+                "all_options_warnings", "launch_us_median", "launches_per_round",
+                "launch_ptprof_kernels", "subscriber_warnings"):
+        if key in run:
+            figures[key] = run[key]
+    base = run.get("baseline_step_ms") or 0
+    if base:
+        figures["ptprof_overhead_pct"] = round(100.0 * (run["ptprof_step_ms"] - base) / base, 2)
+        figures["kineto_overhead_pct"] = round(100.0 * (run["kineto_step_ms"] - base) / base, 2)
+    warnings = run.get("conflict_warnings", [])
+    figures["conflict_warnings"] = warnings
+    if not any("libtorch's own profiler" in w for w in warnings):
+        fail("conflict_warning", "no warning named libtorch's profiler: %s" % warnings)
+    if run.get("conflict_cpu_events", 0) == 0 or run.get("conflict_gpu_events", 0) != 0:
+        fail("conflict_warning", "expected CPU events only, got %d CPU, %d GPU"
+             % (run.get("conflict_cpu_events", 0), run.get("conflict_gpu_events", 0)))
+    for key in ("ptprof_errors", "all_options_errors"):
+        if run.get(key):
+            fail(key, "a ptprof session reported errors: %s" % run[key])
+
+    # Launch cost: each profiled round against the no-profiler round just before it.
+    pairs = {}
+    for name, base_key, key in (("ptprof", "launch_us_baseline_ptprof_rounds", "launch_us_ptprof"),
+                                ("ptprof_cpu_only", "launch_us_baseline_ptprof_cpu_rounds",
+                                 "launch_us_ptprof_cpu"),
+                                ("kineto", "launch_us_baseline_kineto_rounds", "launch_us_kineto")):
+        b, p = run.get(base_key) or [], run.get(key) or []
+        if b and len(b) == len(p):
+            deltas = sorted(x - y for x, y in zip(p, b))
+            pairs[name] = deltas[len(deltas) // 2]
+    if "launch_us_ptprof" in run:
+        if "ptprof" not in pairs or "kineto" not in pairs:
+            fail("launch_cost", "the launch-cost rounds are missing or unpaired")
+        else:
+            figures["launch_overhead_us"] = {k: round(v, 3) for k, v in pairs.items()}
+            if pairs["kineto"] > 0:
+                figures["launch_overhead_ratio_ptprof_over_kineto"] = round(
+                    pairs["ptprof"] / pairs["kineto"], 3)
+        if run.get("launch_ptprof_kernels", 0) < run.get("launches_per_round", 1):
+            fail("launch_cost", "ptprof's launch round saw %d kernels for %d launches"
+                 % (run.get("launch_ptprof_kernels", 0), run.get("launches_per_round", 0)))
+
+    if run.get("subscriber_tested"):
+        w = run.get("subscriber_warnings", [])
+        if not any("already in use" in x for x in w):
+            fail("second_subscriber", "no warning named the other subscriber: %s" % w)
+        if run.get("subscriber_cpu_events", 0) == 0 or run.get("subscriber_gpu_events", 0) != 0:
+            fail("second_subscriber", "expected CPU events only, got %d CPU, %d GPU"
+                 % (run.get("subscriber_cpu_events", 0), run.get("subscriber_gpu_events", 0)))
+        if run.get("released_kernels", 0) == 0:
+            fail("second_subscriber", "no kernels once the other subscriber was released")
+    figures["second_subscriber_tested"] = bool(run.get("subscriber_tested"))
+
+
+def check_fallback(fb, figures, fail, base_dir="."):
+    """CUDA asked for with no GPU visible (gpu_train_check --fallback's fallback.json); a relative
+    trace path is taken from beside that file."""
+    figures["fallback_warnings"] = fb.get("warnings", [])
+    if fb.get("errors"):
+        fail("no_gpu_fallback", "the session reported errors: %s" % fb["errors"])
+    if len(fb.get("warnings", [])) != 1:
+        fail("no_gpu_fallback", "expected one warning, got %s" % fb.get("warnings"))
+    if fb.get("cpu_events", 0) == 0 or fb.get("gpu_events", 0) != 0:
+        fail("no_gpu_fallback", "expected CPU events only, got %d CPU, %d GPU"
+             % (fb.get("cpu_events", 0), fb.get("gpu_events", 0)))
+    try:
+        doc = load(os.path.join(base_dir, fb.get("trace", "")))
+    except (OSError, ValueError) as e:
+        fail("no_gpu_fallback", "no readable CPU trace: %s" % e)
+        return
+    why = doc.get("ptprof_gpu_unavailable") or ""
+    figures["fallback_trace_says"] = why
+    if not why:
+        fail("no_gpu_fallback", "the CPU trace does not say why GPU data is absent")
+
+
+def check_all_options(doc, figures, fail):
+    """The trace with record_shapes, profile_memory, with_stack and with_flops on, on CUDA."""
+    events = doc.get("traceEvents", [])
+    ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    memory = [e for e in events if e.get("ph") == "i" and e.get("name") == "[memory]"]
+    cuda_memory = [e for e in memory if e.get("args", {}).get("Device Type") == 1]
+    got = {
+        "ops": len(ops),
+        "ops_with_input_dims": sum("Input Dims" in e.get("args", {}) for e in ops),
+        "ops_with_call_stack": sum("Call stack" in e.get("args", {}) for e in ops),
+        "ops_with_flops": sum("flops" in e.get("args", {}) for e in ops),
+        "memory_events": len(memory),
+        "cuda_memory_events": len(cuda_memory),
+        "kernels": sum(1 for e in events if e.get("cat") == "kernel"),
+    }
+    figures["all_options"] = got
+    for key in ("ops_with_input_dims", "ops_with_call_stack", "ops_with_flops",
+                "cuda_memory_events", "kernels"):
+        if got[key] == 0:
+            fail("all_options", "the all-options trace has no %s" % key.replace("_", " "))
+    sub_figures, sub_failures = verify(doc)
+    for x in sub_failures:
+        fail("all_options", "%s: %s" % (x["check"], x["message"]))
+    figures["all_options"]["kernels_correlated_pct"] = sub_figures["kernels_correlated_pct"]
+
+
+def check_teardown(run, teardown, figures, fail):
+    """libtorch's profiler keeps CUPTI unless TEARDOWN_CUPTI=1; ptprof says so, and works with it."""
+    if teardown is not None:
+        figures["teardown_after_kineto_kernels"] = teardown.get("after_kineto_kernels", 0)
+        if teardown.get("after_kineto_kernels", 0) == 0:
+            fail("kineto_teardown", "no kernels after libtorch's profiler ran with "
+                 "TEARDOWN_CUPTI=1: %s" % teardown.get("after_kineto_warnings"))
+    if run is not None and run.get("after_kineto_kernels", 0) == 0:
+        w = run.get("after_kineto_warnings", [])
+        if not any("TEARDOWN_CUPTI" in x for x in w):
+            fail("kineto_teardown", "ptprof lost CUPTI to libtorch's profiler without naming "
+                 "TEARDOWN_CUPTI: %s" % w)
+
+
+def verify(trace, kineto=None, run=None, fallback=None, all_options=None, teardown=None,
+           fallback_dir="."):
     """Returns (figures, failures)."""
     failures = []
 
@@ -148,8 +283,52 @@ def verify(trace, kineto=None, run=None):
     if missing:
         fail("device_properties", "trace metadata lacks %s" % missing)
 
+    # Steps: each GPU event lies inside the step whose CPU range holds its launch.
+    steps = sorted((e for e in trace.get("traceEvents", [])
+                    if e.get("ph") == "X" and e.get("cat") in ("user_annotation", "cpu_op")
+                    and str(e.get("name", "")).startswith("ProfilerStep#")),
+                   key=lambda e: e["ts"])
+    step_slack_us = 50.0
+
+    def step_of(ts):
+        for s in steps:
+            if s["ts"] <= ts <= s["ts"] + s.get("dur", 0):
+                return s
+        return None
+
+    outside_step = 0
+    steps_with_gpu = set()
+    for g in t.kernels + t.copies:
+        call = t.calls.get(g.get("args", {}).get("correlation"))
+        s = step_of(call["ts"]) if call is not None else None
+        if s is None:
+            continue  # no launch (reported above) or launched outside every step
+        steps_with_gpu.add(s["name"])
+        if (g["ts"] + step_slack_us < s["ts"]
+                or g["ts"] + g.get("dur", 0) > s["ts"] + s.get("dur", 0) + step_slack_us):
+            outside_step += 1
+            examples["kernel_in_step"].append(g["name"])
+    if steps and outside_step:
+        fail("kernel_in_step", "%d GPU events end after (or start before) the step that launched "
+             "them (e.g. %s)" % (outside_step, examples["kernel_in_step"][:3]))
+    annotations = [e for e in trace.get("traceEvents", []) if e.get("cat") == "gpu_user_annotation"]
+    annotated = {e.get("name") for e in annotations}
+    missing_steps = sorted(steps_with_gpu - annotated)
+    if missing_steps:
+        fail("step_on_gpu", "steps with GPU work but no gpu_user_annotation: %s" % missing_steps[:5])
+    user_ranges = {e.get("name") for e in t.ops.values() if e.get("cat") == "user_annotation"
+                   and not str(e.get("name", "")).startswith("ProfilerStep#")}
+    projected_ranges = sorted(n for n in annotated if n in user_ranges)
+    if steps and user_ranges and not projected_ranges:
+        fail("step_on_gpu", "no user range is projected onto the GPU (ranges: %s)"
+             % sorted(user_ranges)[:5])
+
     figures = {
         "kernels_seen": n,
+        "steps": len(steps),
+        "gpu_events_outside_their_step": outside_step,
+        "steps_annotated_on_gpu": sorted(n for n in annotated if n.startswith("ProfilerStep#")),
+        "user_ranges_on_gpu": projected_ranges,
         "copies_seen": len(t.copies),
         "runtime_calls": len(t.calls_list),
         "kernels_with_launch_pct": pct(with_launch, n),
@@ -184,23 +363,13 @@ def verify(trace, kineto=None, run=None):
                  % (len(diff), json.dumps(dict(list(diff.items())[:5]))))
 
     if run is not None:
-        for key in ("steps", "baseline_step_ms", "ptprof_step_ms", "kineto_step_ms",
-                    "after_kineto_kernels", "after_kineto_warnings", "ptprof_warnings"):
-            if key in run:
-                figures[key] = run[key]
-        base = run.get("baseline_step_ms") or 0
-        if base:
-            figures["ptprof_overhead_pct"] = round(100.0 * (run["ptprof_step_ms"] - base) / base, 2)
-            figures["kineto_overhead_pct"] = round(100.0 * (run["kineto_step_ms"] - base) / base, 2)
-        warnings = run.get("conflict_warnings", [])
-        figures["conflict_warnings"] = warnings
-        if not any("libtorch's own profiler" in w for w in warnings):
-            fail("conflict_warning", "no warning named libtorch's profiler: %s" % warnings)
-        if run.get("conflict_cpu_events", 0) == 0 or run.get("conflict_gpu_events", 0) != 0:
-            fail("conflict_warning", "expected CPU events only, got %d CPU, %d GPU"
-                 % (run.get("conflict_cpu_events", 0), run.get("conflict_gpu_events", 0)))
-        if run.get("ptprof_errors"):
-            fail("ptprof_errors", "the ptprof session reported errors: %s" % run["ptprof_errors"])
+        check_run(run, figures, fail)
+    if fallback is not None:
+        check_fallback(fallback, figures, fail, fallback_dir)
+    if all_options is not None:
+        check_all_options(all_options, figures, fail)
+    if run is not None or teardown is not None:
+        check_teardown(run, teardown, figures, fail)
 
     figures["passed"] = not failures
     figures["failures"] = failures
@@ -212,19 +381,26 @@ def main(argv):
     p.add_argument("--trace", required=True, help="ptprof's trace (.json or .json.gz)")
     p.add_argument("--kineto", help="libtorch's profiler's trace of the same steps")
     p.add_argument("--run", help="gpu_train_check's run.json")
+    p.add_argument("--fallback", help="gpu_train_check --fallback's fallback.json")
+    p.add_argument("--all-options", help="ptprof's trace with every option on")
+    p.add_argument("--teardown", help="run.json of gpu_train_check run with TEARDOWN_CUPTI=1")
     p.add_argument("--out", required=True, help="where to write the figures (JSON)")
     a = p.parse_args(argv)
     try:
         trace = load(a.trace)
         kineto = load(a.kineto) if a.kineto else None
         run = load(a.run) if a.run else None
+        fallback = load(a.fallback) if a.fallback else None
+        all_options = load(a.all_options) if a.all_options else None
+        teardown = load(a.teardown) if a.teardown else None
     except (OSError, ValueError) as e:
         print("gpu_trace_check: cannot read input: %s" % e, file=sys.stderr)
         return 2
     if not isinstance(trace, dict) or "traceEvents" not in trace:
         print("gpu_trace_check: %s is not a Chrome trace object" % a.trace, file=sys.stderr)
         return 2
-    figures, failures = verify(trace, kineto, run)
+    figures, failures = verify(trace, kineto, run, fallback, all_options, teardown,
+                               os.path.dirname(a.fallback or "") or ".")
     figures["trace"] = a.trace
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(figures, f, indent=2, sort_keys=True)

@@ -168,7 +168,8 @@ void write_meta(JsonWriter& w, const char* name, uint64_t ts, int64_t pid, int64
 
 }  // namespace
 
-void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_name) {
+void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_name,
+                        const Trace::SaveOptions& options) {
   // The base comes from the trace's own earliest time, not the process's clock: a trace read
   // back from another period (or one with times before this process's base) must still be
   // written as offsets >= 0 that the reader accepts. A trace of this run gets Kineto's base.
@@ -213,6 +214,8 @@ void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_na
   std::set<int64_t> gpu_devices;
   uint64_t index = 0;
   for (const Event& e : t.events) {
+    if (!options.gpu_step_spans && e.kind == EventKind::GpuUserAnnotation && is_step_name(e.name))
+      continue;
     w.newline().begin_object();
     w.key("ph").value("X");
     w.key("cat").value(category(e.kind));

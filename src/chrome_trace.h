@@ -7,14 +7,12 @@
 #include <string_view>
 
 #include "json_writer.h"
-
-namespace ptprof {
-class Trace;
-}
+#include "ptprof/trace.h"
 
 namespace ptprof::detail {
 
-void write_chrome_trace(const Trace& trace, JsonWriter& w, std::string_view trace_name);
+void write_chrome_trace(const Trace& trace, JsonWriter& w, std::string_view trace_name,
+                        const Trace::SaveOptions& options = {});
 
 // Writes `path` through a temporary file in the same directory that is renamed into place
 // only when complete, so a reader never sees a partial file. ".gz" paths are gzip'ed.

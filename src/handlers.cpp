@@ -34,8 +34,9 @@ void make_dirs(const std::string& dir) {
 
 class TensorBoardHandler final : public TraceHandler {
  public:
-  TensorBoardHandler(std::string dir, std::string worker, bool gzip)
+  TensorBoardHandler(std::string dir, std::string worker, bool gzip, bool gpu_step_spans)
       : dir_(std::move(dir)), worker_(std::move(worker)), gzip_(gzip) {
+    save_.gpu_step_spans = gpu_step_spans;
     if (dir_.empty()) throw Error("ptprof: tensorboard_trace_handler: dir is empty");
   }
   void handle(const Trace& trace) override {
@@ -48,13 +49,14 @@ class TensorBoardHandler final : public TraceHandler {
                         .count();
     std::string path = dir_ + "/" + worker + "." + std::to_string(ns) + ".pt.trace.json";
     if (gzip_) path += ".gz";
-    trace.save(path);
+    trace.save(path, save_);
   }
 
  private:
   std::string dir_;
   std::string worker_;
   bool gzip_;
+  Trace::SaveOptions save_;
 };
 
 class ChromeTraceHandler final : public TraceHandler {
@@ -81,9 +83,10 @@ class CallbackHandler final : public TraceHandler {
 
 }  // namespace
 
-TraceHandlerPtr tensorboard_trace_handler(std::string dir, std::string worker_name,
-                                          bool use_gzip) {
-  return std::make_shared<TensorBoardHandler>(std::move(dir), std::move(worker_name), use_gzip);
+TraceHandlerPtr tensorboard_trace_handler(std::string dir, std::string worker_name, bool use_gzip,
+                                          bool gpu_step_spans) {
+  return std::make_shared<TensorBoardHandler>(std::move(dir), std::move(worker_name), use_gzip,
+                                              gpu_step_spans);
 }
 
 TraceHandlerPtr chrome_trace_handler(std::string path) {

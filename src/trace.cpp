@@ -26,6 +26,10 @@ const char* category(EventKind kind) {
   return "unknown";
 }
 
+bool is_step_name(std::string_view name) {
+  return name.rfind("ProfilerStep#", 0) == 0;
+}
+
 bool is_gpu(EventKind kind) {
   switch (kind) {
     case EventKind::Kernel:
@@ -136,10 +140,10 @@ std::string Trace::to_json() const {
   return w.take();
 }
 
-void Trace::save(const std::string& path) const {
+void Trace::save(const std::string& path, const SaveOptions& options) const {
   detail::write_file_atomically(path, [&](detail::Sink& sink) {
     detail::JsonWriter w(&sink);
-    detail::write_chrome_trace(*this, w, path);
+    detail::write_chrome_trace(*this, w, path, options);
   });
 }
 

@@ -27,6 +27,9 @@ enum class EventKind : uint8_t {
 // The trace category PyTorch's profiler writes for `kind`.
 const char* category(EventKind kind);
 bool is_gpu(EventKind kind);
+// Whether `name` is a step range's, "ProfilerStep#...", matched by prefix as TensorBoard's
+// plugin and HTA match it.
+bool is_step_name(std::string_view name);
 
 // Launch geometry and resources of a kernel, as CUPTI reports them.
 struct KernelInfo {

@@ -80,9 +80,18 @@ class Trace {
   // The GPU kernels of the trace by name: calls, total, average, min, max.
   KernelTable kernel_table() const;
 
+  // What save() may leave out for a consumer's sake.
+  struct SaveOptions {
+    // The GPU spans of ProfilerStep#N (gpu_user_annotation), which torch.profiler writes too.
+    // TensorBoard's plugin takes every event named ProfilerStep#N for a step, a GPU span as
+    // well, and would show each step twice; tensorboard_trace_handler leaves them out.
+    bool gpu_step_spans = true;
+  };
+
   // Chrome-trace JSON as torch.profiler's export_chrome_trace writes it; ".gz" compresses.
   // Written to a temporary file and renamed. Throws ptprof::Error naming the path on failure.
-  void save(const std::string& path) const;
+  void save(const std::string& path) const { save(path, SaveOptions{}); }
+  void save(const std::string& path, const SaveOptions& options) const;
   std::string to_json() const;
 
   // Recomputes parent, depth and self time of CPU events from their intervals per thread.

@@ -23,9 +23,11 @@ using TraceHandlerPtr = std::shared_ptr<TraceHandler>;
 
 // torch.profiler.tensorboard_trace_handler: writes
 // <dir>/<worker_name>.<time in ns>.pt.trace.json[.gz], creating <dir> if needed.
-// An empty worker_name means "<hostname>_<pid>".
+// An empty worker_name means "<hostname>_<pid>". The GPU spans of ProfilerStep#N are left out
+// unless gpu_step_spans is set: TensorBoard's plugin would count each as a second step (see
+// Trace::SaveOptions); every other consumer reads them.
 TraceHandlerPtr tensorboard_trace_handler(std::string dir, std::string worker_name = "",
-                                          bool use_gzip = false);
+                                          bool use_gzip = false, bool gpu_step_spans = false);
 
 // Writes each finished trace to `path` (gzip-compressed if it ends in ".gz"), replacing
 // the previous one. As every ptprof writer, it writes a temporary file and renames it.

@@ -115,7 +115,7 @@ int run(int argc, char** argv) {
     int64_t steps = 0;
     for (const auto& e : trace.events) {
       ++per_cat[ptprof::category(e.kind)];
-      if (e.name.rfind("ProfilerStep#", 0) == 0) ++steps;
+      if (e.kind == ptprof::EventKind::UserAnnotation && ptprof::is_step_name(e.name)) ++steps;
     }
     std::cout << path << ": " << trace.events.size() << " events, " << steps
               << " steps, window "

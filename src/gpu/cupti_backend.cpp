@@ -185,10 +185,16 @@ class CuptiBackend final : public GpuBackend {
     std::string holder;
     CUptiResult r = api_.probe_subscriber(&holder);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+      // An unnamed holder is most often libtorch's own profiler from earlier in this process:
+      // its Kineto keeps CUPTI's subscriber after it stops (seen with torch 2.11 on an H200)
+      // unless TEARDOWN_CUPTI=1 was in the environment when it ran.
+      const bool unnamed = holder.empty() || holder.find("<not provided>") != std::string::npos;
       *error = "CUPTI is already in use by another profiler (" +
-               (holder.empty() ? std::string("libkineto/torch.profiler, Nsight Systems, Nsight "
-                                             "Compute, cuda-gdb or compute-sanitizer")
-                               : holder) +
+               (unnamed ? std::string("libtorch's own profiler if it ran earlier in this "
+                                      "process, which keeps CUPTI unless TEARDOWN_CUPTI=1 is set "
+                                      "before it starts; or Nsight Systems, Nsight Compute, "
+                                      "cuda-gdb, compute-sanitizer")
+                        : holder) +
                "): cuptiSubscribe returned CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
       return false;
     }

@@ -15,10 +15,12 @@ bool is_api(EventKind k) {
   return k == EventKind::CudaRuntime || k == EventKind::CudaDriver;
 }
 
-// User ranges get a GPU span, except the ProfilerStep#N ones: TensorBoard's plugin takes every
-// "ProfilerStep#" user annotation for a step, a GPU one too, and would count each step twice.
+// Every user range gets a GPU span, ProfilerStep#N too, as torch.profiler writes them (seen on
+// an H200 with torch 2.11). Unlike Kineto, which gives a GPU op to its innermost range only, a
+// range spans the GPU work of all the ops beneath it, so a step's span covers its whole GPU
+// work. TensorBoard's writer leaves the step spans out (Trace::SaveOptions).
 bool projects_onto_gpu(const Event& e) {
-  return e.kind == EventKind::UserAnnotation && e.name.substr(0, 13) != "ProfilerStep#";
+  return e.kind == EventKind::UserAnnotation;
 }
 
 }  // namespace

@@ -374,10 +374,15 @@ TEST_F(CorrelatorTest, UserRangesBecomeGpuSpansPerStream) {
   ASSERT_NE(fwd13, nullptr);
   EXPECT_EQ(fwd13->start_ns, static_cast<int64_t>(at_us(265)) - 1 + kUnixOffset);
   EXPECT_EQ(fwd13->duration_ns, 10000 + 2);
-  // The other thread's range is not forward's descendant; the step range gets no GPU span
-  // (TensorBoard would take it for a second step).
-  EXPECT_EQ(annotation_span("ProfilerStep#3", 7), nullptr);
-  EXPECT_EQ(annotation_span("ProfilerStep#3", 13), nullptr);
+  // The step range spans all the GPU work beneath it on its thread, per stream, as torch.profiler
+  // writes it (TensorBoard's writer leaves it out). The other thread's range is not beneath it.
+  const Event* step7 = annotation_span("ProfilerStep#3", 7);
+  ASSERT_NE(step7, nullptr);
+  EXPECT_EQ(step7->external_id, 1u);
+  EXPECT_EQ(step7->start_ns, static_cast<int64_t>(at_us(100)) - 1 + kUnixOffset);
+  EXPECT_EQ(step7->duration_ns, 190000 + 2);
+  ASSERT_NE(annotation_span("ProfilerStep#3", 13), nullptr);
+  EXPECT_EQ(annotation_span("ProfilerStep#3", 13)->duration_ns, 10000 + 2);
   const Event* bwd = annotation_span("backward", 7);
   ASSERT_NE(bwd, nullptr);
   EXPECT_EQ(bwd->external_id, 6u);
@@ -387,8 +392,8 @@ TEST_F(CorrelatorTest, UserRangesBecomeGpuSpansPerStream) {
   EXPECT_EQ(annotation_span("inner", 7)->external_id, 8u);
   EXPECT_EQ(annotation_span("inner", 7)->start_ns,
             static_cast<int64_t>(at_us(270)) - 1 + kUnixOffset);
-  EXPECT_EQ(st.gpu_user_annotations, 5u);
-  EXPECT_EQ(all(EventKind::GpuUserAnnotation).size(), 5u);
+  EXPECT_EQ(st.gpu_user_annotations, 7u);
+  EXPECT_EQ(all(EventKind::GpuUserAnnotation).size(), 7u);
 }
 
 TEST_F(CorrelatorTest, MeasuredClockMapsCuptiTimesOntoOurs) {

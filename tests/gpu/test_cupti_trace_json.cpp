@@ -2,6 +2,12 @@
 // kernel args, flows and External ids PyTorch's profiler writes.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,6 +17,7 @@
 #include "cupti_test_util.h"
 #include "gpu/cupti_correlator.h"
 #include "gpu/cupti_decode.h"
+#include "ptprof/trace_handler.h"
 
 namespace ptprof::detail {
 namespace {
@@ -190,7 +197,8 @@ TEST_F(TraceJsonTest, FlowsFromEachLaunchToItsGpuWork) {
 }
 
 TEST_F(TraceJsonTest, UserRangeOnTheGpu) {
-  EXPECT_EQ(events("gpu_user_annotation").size(), 1u);  // none for ProfilerStep#1
+  EXPECT_EQ(events("gpu_user_annotation").size(), 2u);  // train and ProfilerStep#1
+  EXPECT_EQ(one("gpu_user_annotation", "ProfilerStep#1").at("args").at("External id"), 1);
   const json g = one("gpu_user_annotation", "train");
   EXPECT_EQ(g.at("pid"), 0);
   EXPECT_EQ(g.at("tid"), 7);
@@ -199,6 +207,37 @@ TEST_F(TraceJsonTest, UserRangeOnTheGpu) {
   // From the gemm's start to the memset's end, 1 ns wider each side.
   EXPECT_NEAR(g.at("ts").get<double>(), ts(200) - 0.001, 0.0011);
   EXPECT_NEAR(g.at("dur").get<double>(), 411.002, 0.0011);
+}
+
+// TensorBoard's plugin takes a GPU span named ProfilerStep#N for a second step: its handler
+// leaves the step spans out (the user ranges' stay), unless asked to keep them.
+TEST_F(TraceJsonTest, TensorBoardFilesLeaveOutGpuStepSpans) {
+  const std::string dir =
+      ::testing::TempDir() + "/ptprof_tb_step_spans_" + std::to_string(::getpid());
+  auto gpu_spans = [&](bool keep) {
+    const std::string sub = dir + (keep ? "/keep" : "/default");
+    tensorboard_trace_handler(sub, "w", false, keep)->handle(trace_);
+    DIR* d = ::opendir(sub.c_str());
+    EXPECT_NE(d, nullptr);
+    std::vector<std::string> names;
+    while (const dirent* ent = d ? ::readdir(d) : nullptr)
+      if (ent->d_name[0] != '.') names.push_back(sub + "/" + ent->d_name);
+    if (d) ::closedir(d);
+    EXPECT_EQ(names.size(), 1u);
+    std::ifstream f(names.at(0));
+    const json doc = json::parse(f);
+    std::vector<std::string> out;
+    for (const json& e : doc.at("traceEvents"))
+      if (e.value("cat", "") == "gpu_user_annotation") out.push_back(e.at("name"));
+    std::remove(names.at(0).c_str());
+    ::rmdir(sub.c_str());
+    return out;
+  };
+  EXPECT_EQ(gpu_spans(false), std::vector<std::string>{"train"});
+  std::vector<std::string> kept = gpu_spans(true);
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<std::string>{"ProfilerStep#1", "train"}));
+  ::rmdir(dir.c_str());
 }
 
 TEST_F(TraceJsonTest, DevicesStreamsAndVersions) {

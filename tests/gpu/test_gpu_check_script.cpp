@@ -166,12 +166,44 @@ TEST_F(GpuCheckScript, VerifiesACorrelatedTraceAgainstKineto) {
   EXPECT_EQ(f["calls_outside_their_op"], 0);
   EXPECT_EQ(f["per_op_kernel_counts"], (json{{"aten::mm", 2}, {"aten::relu", 1}}));
   EXPECT_TRUE(f["per_op_mismatches"].empty());
-  EXPECT_EQ(f["gpu_user_annotations"], 1);  // "forward"; ProfilerStep#N get none
+  EXPECT_EQ(f["gpu_user_annotations"], 3);  // "forward" and the two steps
   EXPECT_EQ(f["devices"], json::array({"NVIDIA H100 80GB HBM3"}));
   EXPECT_EQ(f["cupti_version"], 130001);
   EXPECT_DOUBLE_EQ(f["ptprof_overhead_pct"].get<double>(), 5.0);
   EXPECT_DOUBLE_EQ(f["kineto_overhead_pct"].get<double>(), 10.0);
   EXPECT_TRUE(f["failures"].empty());
+}
+
+// The cases gpu_train_check runs besides training: CUPTI held by a second subscriber, no GPU
+// visible, libtorch's profiler keeping CUPTI.
+TEST_F(GpuCheckScript, FlagsSubscriberFallbackAndTeardownProblems) {
+  write_json(dir_ + "/ptprof.json", ptprof_trace());
+  json doc = run_json();
+  doc["subscriber_tested"] = true;
+  doc["subscriber_warnings"] = json::array();  // no warning, and GPU events anyway
+  doc["subscriber_cpu_events"] = 40;
+  doc["subscriber_gpu_events"] = 5;
+  doc["released_kernels"] = 3;
+  doc["after_kineto_kernels"] = 0;  // lost CUPTI to libtorch's profiler...
+  doc["after_kineto_warnings"] = {"CUPTI is already in use"};  // ...without naming the cure
+  write_json(dir_ + "/run.json", doc);
+  write_json(dir_ + "/fallback.json", json{{"trace", "fallback.json"},
+                                           {"errors", json::array()},
+                                           {"warnings", json::array()},
+                                           {"cpu_events", 10},
+                                           {"gpu_events", 0}});
+  write_json(dir_ + "/teardown.json", json{{"after_kineto_kernels", 0}});
+  EXPECT_EQ(run("--verify-only " + dir_ + "/ptprof.json --run " + dir_ + "/run.json --fallback " +
+                dir_ + "/fallback.json --teardown " + dir_ + "/teardown.json " + dir_ + "/out"),
+            1);
+  const json f = read_json(dir_ + "/out/gpu-check.json");
+  std::multiset<std::string> checks;
+  for (const json& x : f["failures"]) checks.insert(x["check"]);
+  // One warning expected, the trace does not say why (it is no trace at all here).
+  EXPECT_EQ(checks.count("no_gpu_fallback"), 2u) << f["failures"].dump();
+  EXPECT_EQ(checks.count("second_subscriber"), 2u) << f["failures"].dump();
+  EXPECT_EQ(checks.count("kineto_teardown"), 2u) << f["failures"].dump();
+  EXPECT_EQ(checks.size(), 6u) << f["failures"].dump();
 }
 
 TEST_F(GpuCheckScript, FlagsAKernelBeforeItsLaunch) {

@@ -1,0 +1,318 @@
+// bench_step: what profiling costs a realistic training step, end to end, on CPU.
+//
+//   bench_step [--json] [--reps R] [--steps S] [--only NAME,NAME...]
+//
+// The step: a batch of 32 images from a libtorch DataLoader (32 samples made and stacked, in a
+// ptprof::DataLoaderRange), a small CNN (two conv + batch-norm + ReLU blocks, max and adaptive
+// pooling, a Linear + LayerNorm + Dropout head), cross-entropy, backward and Adam: a few ms
+// and some hundreds of ops on one thread. It runs with no profiler; under the floors any
+// observer pays (an empty RecordFunction callback; with inputs for record_shapes and
+// with_flops; with an empty memory reporter for profile_memory); under ptprof with each option;
+// and under libtorch's own profiler (Kineto, CPU activity) with the same options.
+//
+// Each sample is S steps in one profiling session, timed in thread CPU time (session start and
+// trace building are outside it), and is paired with a no-profiler sample taken just before
+// it; a configuration's cost is the median of those differences over R repetitions, with the
+// 10th-90th percentile spread, as a percent of the no-profiler step.
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <ATen/record_function.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/torch.h>
+
+#include "bench_common.h"
+#include "json_writer.h"
+#include "ptprof/ptprof.h"
+
+namespace {
+
+using ptprof::bench::Config;
+
+struct RandomImages : torch::data::datasets::Dataset<RandomImages> {
+  torch::data::Example<> get(std::size_t i) override {
+    return {torch::randn({3, 32, 32}), torch::tensor(static_cast<int64_t>(i % 10))};
+  }
+  torch::optional<std::size_t> size() const override { return std::size_t{1} << 24; }
+};
+
+struct NetImpl : torch::nn::Module {
+  NetImpl() {
+    conv1 =
+        register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 16, 3).padding(1)));
+    bn1 = register_module("bn1", torch::nn::BatchNorm2d(16));
+    conv2 =
+        register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(16, 32, 3).padding(1)));
+    bn2 = register_module("bn2", torch::nn::BatchNorm2d(32));
+    fc1 = register_module("fc1", torch::nn::Linear(32 * 4 * 4, 128));
+    ln = register_module("ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({128})));
+    drop = register_module("drop", torch::nn::Dropout(0.1));
+    fc2 = register_module("fc2", torch::nn::Linear(128, 10));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::max_pool2d(torch::relu(bn1(conv1(x))), 2);
+    x = torch::adaptive_avg_pool2d(torch::relu(bn2(conv2(x))), {4, 4}).flatten(1);
+    return fc2(drop(torch::relu(ln(fc1(x)))));
+  }
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::nn::LayerNorm ln{nullptr};
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(Net);
+
+class Trainer {
+ public:
+  Trainer()
+      : loader_(torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+            RandomImages().map(torch::data::transforms::Stack<>()),
+            torch::data::DataLoaderOptions(32).workers(0))),
+        it_(loader_->begin()),
+        opt_(net_->parameters(), torch::optim::AdamOptions(1e-3)) {}
+
+  void step() {
+    torch::data::Example<> batch;
+    {
+      ptprof::DataLoaderRange data;
+      batch = *it_;
+      ++it_;
+    }
+    opt_.zero_grad();
+    torch::Tensor loss;
+    {
+      PTPROF_RANGE("forward");
+      loss = torch::nn::functional::cross_entropy(net_->forward(batch.data), batch.target);
+    }
+    {
+      PTPROF_RANGE("backward");
+      loss.backward();
+    }
+    {
+      PTPROF_RANGE("optimizer_step");
+      opt_.step();
+    }
+  }
+
+ private:
+  using Loader = decltype(torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+      RandomImages().map(torch::data::transforms::Stack<>()), torch::data::DataLoaderOptions()));
+  Net net_;
+  Loader loader_;
+  decltype(loader_->begin()) it_;
+  torch::optim::Adam opt_;
+};
+
+// The options a configuration turns on, for ptprof and libtorch alike.
+struct Flags {
+  bool shapes = false, memory = false, stack = false, flops = false;
+};
+
+const std::vector<std::pair<std::string, Flags>> kOptions = {
+    {"none", {}},
+    {"record_shapes", {true, false, false, false}},
+    {"profile_memory", {false, true, false, false}},
+    {"with_stack", {false, false, true, false}},
+    {"with_flops", {false, false, false, true}},
+    {"all", {true, true, true, true}},
+};
+
+// What any observer pays for an option: the callback itself, inputs boxed for it
+// (record_shapes, with_flops), c10's allocator bookkeeping under a memory reporter.
+std::string floor_of(const Flags& f) {
+  const bool inputs = f.shapes || f.flops;
+  if (inputs && f.memory) return "floor_inputs_memory";
+  if (f.memory) return "floor_memory";
+  return inputs ? "floor_inputs" : "floor";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool json = false;
+  int reps = 21;
+  int steps = 4;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json")) {
+      json = true;
+    } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) {
+      steps = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+      only = "," + std::string(argv[++i]) + ",";
+    } else {
+      std::fprintf(stderr, "usage: %s [--json] [--reps R] [--steps S] [--only NAME,...]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (reps < 1 || steps < 1) {
+    std::fprintf(stderr, "bench_step: --reps and --steps must be at least 1\n");
+    return 2;
+  }
+  torch::set_num_threads(1);
+  torch::manual_seed(0);
+  Trainer trainer;
+  for (int i = 0; i < 10; ++i) trainer.step();  // lazy init, allocator pools, caches
+
+  namespace tap = torch::autograd::profiler;
+  namespace tpi = torch::profiler::impl;
+  std::unique_ptr<ptprof::ProfileSession> session;
+  at::CallbackHandle handle = 0;
+  auto floor_cfg = [&](const std::string& name, bool inputs, bool memory) {
+    return Config{
+        name,
+        [&, inputs, memory] {
+          handle = at::addGlobalCallback(
+              at::RecordFunctionCallback(&ptprof::bench::empty_start, &ptprof::bench::empty_end)
+                  .needsInputs(inputs));
+          if (memory)
+            c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
+                                             std::make_shared<ptprof::bench::EmptyReporter>());
+        },
+        [&, memory] {
+          if (memory) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+          at::removeCallback(handle);
+        }};
+  };
+  std::vector<Config> configs = {
+      floor_cfg("floor", false, false), floor_cfg("floor_inputs", true, false),
+      floor_cfg("floor_memory", false, true), floor_cfg("floor_inputs_memory", true, true)};
+  for (const auto& [option, f] : kOptions) {
+    configs.push_back(Config{"ptprof_" + option,
+                             [&, f = f] {
+                               ptprof::Options o;
+                               o.record_shapes = f.shapes;
+                               o.profile_memory = f.memory;
+                               o.with_stack = f.stack;
+                               o.with_flops = f.flops;
+                               session = std::make_unique<ptprof::ProfileSession>(o);
+                             },
+                             [&] { session.reset(); }});
+    configs.push_back(Config{"libtorch_" + option,
+                             [f = f] {
+                               const tpi::ProfilerConfig cfg(tpi::ProfilerState::KINETO, f.shapes,
+                                                             f.memory, f.stack, f.flops);
+                               const std::set<tpi::ActivityType> act{tpi::ActivityType::CPU};
+                               tap::prepareProfiler(cfg, act);
+                               tap::enableProfiler(cfg, act);
+                             },
+                             [] { tap::disableProfiler(); }});
+  }
+  if (!only.empty()) {
+    std::set<std::string> keep;
+    for (const auto& [option, f] : kOptions) {
+      for (const char* who : {"ptprof_", "libtorch_"}) {
+        if (only.find("," + std::string(who) + option + ",") != std::string::npos ||
+            only.find("," + option + ",") != std::string::npos) {
+          keep.insert(who + option);
+          keep.insert(floor_of(f));
+        }
+      }
+    }
+    for (const Config& c : configs)
+      if (only.find("," + c.name + ",") != std::string::npos) keep.insert(c.name);
+    configs.erase(std::remove_if(configs.begin(), configs.end(),
+                                 [&](const Config& c) { return !keep.count(c.name); }),
+                  configs.end());
+  }
+
+  auto run_steps = [&] {
+    const int64_t t0 = ptprof::bench::thread_cpu_ns();
+    for (int i = 0; i < steps; ++i) trainer.step();
+    return static_cast<double>(ptprof::bench::thread_cpu_ns() - t0) / 1e6 / steps;  // ms/step
+  };
+  std::vector<double> baseline;
+  std::map<std::string, std::vector<double>> diffs;
+  for (int r = 0; r < reps; ++r) {
+    for (Config& c : configs) {
+      const double before = run_steps();
+      c.setup();
+      const double x = run_steps();
+      c.teardown();
+      baseline.push_back(before);
+      diffs[c.name].push_back(x - before);
+    }
+  }
+  const double step_ms = ptprof::bench::median(baseline);
+  auto pct = [&](double ms) { return 100.0 * ms / step_ms; };
+  auto cost = [&](const std::string& name) { return ptprof::bench::median(diffs[name]); };
+  auto lo = [&](const std::string& name) { return ptprof::bench::percentile(diffs[name], 0.1); };
+  auto hi = [&](const std::string& name) { return ptprof::bench::percentile(diffs[name], 0.9); };
+
+  // Above each option's floor: what the profiler itself adds, ptprof's against libtorch's.
+  struct Row {
+    std::string option, floor;
+    double floor_pct, ptprof_pct, libtorch_pct, ptprof_above, libtorch_above, ratio;
+  };
+  std::vector<Row> rows;
+  for (const auto& [option, f] : kOptions) {
+    const std::string p = "ptprof_" + option, l = "libtorch_" + option, fl = floor_of(f);
+    if (!diffs.count(p) || !diffs.count(l)) continue;
+    Row row{option, fl, pct(cost(fl)), pct(cost(p)), pct(cost(l)), 0, 0, 0};
+    row.ptprof_above = row.ptprof_pct - row.floor_pct;
+    row.libtorch_above = row.libtorch_pct - row.floor_pct;
+    row.ratio = row.libtorch_above > 0 ? row.ptprof_above / row.libtorch_above : 0;
+    rows.push_back(row);
+  }
+
+  if (json) {
+    ptprof::detail::JsonWriter w;
+    w.begin_object();
+    w.key("step_ms").value(step_ms);
+    w.key("steps_per_sample").value(static_cast<int64_t>(steps));
+    w.key("reps").value(static_cast<int64_t>(reps));
+    w.key("configs").begin_object();
+    for (const Config& c : configs) {
+      w.key(c.name).begin_object();
+      w.key("added_ms").value(cost(c.name));
+      w.key("added_pct").value(pct(cost(c.name)));
+      w.key("p10_pct").value(pct(lo(c.name)));
+      w.key("p90_pct").value(pct(hi(c.name)));
+      w.end_object();
+    }
+    w.end_object();
+    w.key("options").begin_object();
+    for (const Row& r : rows) {
+      w.key(r.option).begin_object();
+      w.key("floor").value(r.floor);
+      w.key("ptprof_above_floor_pct").value(r.ptprof_above);
+      w.key("libtorch_above_floor_pct").value(r.libtorch_above);
+      w.key("ratio").value(r.ratio);
+      w.end_object();
+    }
+    w.end_object();
+    w.end_object();
+    std::printf("%s\n", w.buffer().c_str());
+    return 0;
+  }
+
+  std::printf(
+      "training step with no profiler: %.3f ms (median of %zu samples of %d steps, thread CPU "
+      "time)\ncost per step, median of %d paired samples [p10, p90], %% of that step:\n\n",
+      step_ms, baseline.size(), steps, reps);
+  std::printf("%-22s %9s %22s\n", "configuration", "added", "spread");
+  for (const Config& c : configs) {
+    std::printf("%-22s %8.2f%% [%8.2f%%, %8.2f%%]\n", c.name.c_str(), pct(cost(c.name)),
+                pct(lo(c.name)), pct(hi(c.name)));
+  }
+  std::printf("\n%-15s %-20s %8s %16s %18s %11s\n", "option", "floor", "floor", "ptprof-floor",
+              "libtorch-floor", "ratio");
+  for (const Row& r : rows) {
+    std::printf("%-15s %-20s %7.2f%% %15.2f%% %17.2f%% %11.2f\n", r.option.c_str(), r.floor.c_str(),
+                r.floor_pct, r.ptprof_above, r.libtorch_above, r.ratio);
+  }
+  std::printf(
+      "\ntargets: ptprof above the floor <= 0.25 x libtorch's above the floor, per option; "
+      "with_stack <= 5%% of the step (ptprof_with_stack: %.2f%%)\n",
+      diffs.count("ptprof_with_stack") ? pct(cost("ptprof_with_stack")) : -1.0);
+  return 0;
+}
