@@ -872,18 +872,23 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-// A module's ELF .symtab: every defined function, sorted by address (file virtual addresses).
-// The file stays mapped read-only for the symbol names, so only the pages read are loaded.
+// A module's function symbols from its ELF .symtab and .dynsym together (stripped libraries,
+// libtorch's among them, keep only .dynsym), sorted by address (file virtual addresses). The
+// file stays mapped read-only for the names, so only the pages read are loaded.
 struct ElfSymbols {
   struct Func {
     uint64_t addr;
     uint64_t size;
-    uint32_t name;  // offset in strtab
+    uint32_t name;   // offset in its table's strtab
+    uint32_t table;  // index in strtabs
+  };
+  struct StrTab {
+    const char* data;
+    std::size_t size;
   };
   void* map = nullptr;
   std::size_t map_size = 0;
-  const char* strtab = nullptr;
-  std::size_t strtab_size = 0;
+  std::vector<StrTab> strtabs;
   std::vector<Func> funcs;
 
   ~ElfSymbols() {
@@ -911,23 +916,24 @@ struct ElfSymbols {
       return;
     const auto* sh = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
     for (int i = 0; i < eh->e_shnum; ++i) {
-      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+      if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) ||
+          sh[i].sh_link >= eh->e_shnum)
+        continue;
       const Elf64_Shdr& str = sh[sh[i].sh_link];
       if (sh[i].sh_offset + sh[i].sh_size > map_size || str.sh_offset + str.sh_size > map_size)
         continue;
-      strtab = reinterpret_cast<const char*>(base + str.sh_offset);
-      strtab_size = str.sh_size;
+      const auto table = static_cast<uint32_t>(strtabs.size());
+      strtabs.push_back({reinterpret_cast<const char*>(base + str.sh_offset), str.sh_size});
       const auto* syms = reinterpret_cast<const Elf64_Sym*>(base + sh[i].sh_offset);
       const std::size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
       for (std::size_t k = 0; k < n; ++k) {
         const Elf64_Sym& y = syms[k];
         const int type = ELF64_ST_TYPE(y.st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC) || y.st_shndx == SHN_UNDEF ||
-            y.st_value == 0 || y.st_name >= strtab_size)
+            y.st_value == 0 || y.st_name >= str.sh_size)
           continue;
-        funcs.push_back({y.st_value, y.st_size, y.st_name});
+        funcs.push_back({y.st_value, y.st_size, y.st_name, table});
       }
-      break;
     }
     std::sort(funcs.begin(), funcs.end(),
               [](const Func& a, const Func& b) { return a.addr < b.addr; });
@@ -937,12 +943,14 @@ struct ElfSymbols {
     auto it = std::upper_bound(funcs.begin(), funcs.end(), vaddr,
                                [](uint64_t v, const Func& f) { return v < f.addr; });
     if (it == funcs.begin()) return nullptr;
-    // Several symbols can start at the nearest address (aliases); any that spans vaddr will do.
+    // Several symbols can start at the nearest address (aliases, and a function in both
+    // tables); any that spans vaddr will do.
     const uint64_t start = std::prev(it)->addr;
     while (it != funcs.begin() && (--it)->addr == start) {
       if (vaddr < it->addr + std::max<uint64_t>(it->size, 1)) {
-        const std::size_t room = strtab_size - it->name;
-        const char* name = strtab + it->name;
+        const StrTab& t = strtabs[it->table];
+        const std::size_t room = t.size - it->name;
+        const char* name = t.data + it->name;
         return strnlen(name, room) < room ? name : nullptr;
       }
     }
@@ -961,12 +969,37 @@ std::string self_exe() {
   return n > 0 ? std::string(buf, n) : std::string();
 }
 
+// A loaded segment: [lo, hi) in memory, of the module at `path` loaded at `bias`.
+struct Segment {
+  uintptr_t lo, hi, bias;
+  std::string path;  // "/proc/self/exe" for the main program
+};
+
+int add_segments(dl_phdr_info* info, std::size_t, void* arg) {
+  auto* out = static_cast<std::vector<Segment>*>(arg);
+  const bool main_program = info->dlpi_name == nullptr || info->dlpi_name[0] == '\0';
+  const std::string path = main_program ? "/proc/self/exe" : info->dlpi_name;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    out->push_back({lo, lo + ph.p_memsz, info->dlpi_addr, path});
+  }
+  return 0;
+}
+
 }  // namespace
 
+// Process-wide, shared by every session: a module's symbols are read once per process and
+// an address named once. Modules are found through dl_iterate_phdr rather than dladdr, whose
+// glibc implementation scans the whole dynamic symbol table of the module on every call
+// (libtorch_cpu's is large: the first window of a with_stack session spent most of its close
+// there).
 struct Symbolizer::Impl {
   std::mutex mu;
   std::unordered_map<uintptr_t, std::string> frames;
   std::unordered_map<std::string, std::unique_ptr<ElfSymbols>> modules;
+  std::vector<Segment> segments;  // sorted by lo; re-read when an address is in none
 
   const ElfSymbols& module(const std::string& path) {
     auto& m = modules[path];
@@ -977,38 +1010,45 @@ struct Symbolizer::Impl {
     return *m;
   }
 
+  const Segment* segment_of(uintptr_t at) const {
+    auto it = std::upper_bound(segments.begin(), segments.end(), at,
+                               [](uintptr_t a, const Segment& s) { return a < s.lo; });
+    if (it == segments.begin()) return nullptr;
+    --it;
+    return at < it->hi ? &*it : nullptr;
+  }
+
+  const Segment* find_segment(uintptr_t at) {
+    if (const Segment* s = segment_of(at)) return s;
+    // A module loaded since the last read (dlopen); reading the list costs microseconds.
+    segments.clear();
+    dl_iterate_phdr(&add_segments, &segments);
+    std::sort(segments.begin(), segments.end(),
+              [](const Segment& a, const Segment& b) { return a.lo < b.lo; });
+    return segment_of(at);
+  }
+
   std::string compute(uintptr_t addr) {
     if (addr == 0) return "0x0";
     const uintptr_t at = addr - 1;  // inside the call instruction
-    Dl_info info;
-    link_map* lm = nullptr;
-    if (!dladdr1(reinterpret_cast<void*>(at), &info, reinterpret_cast<void**>(&lm),
-                 RTLD_DL_LINKMAP) ||
-        !lm)
-      return hex(addr);
-    // The dynamic symbol table, when its nearest symbol is a function that spans the address.
-    ElfW(Sym)* sym = nullptr;
-    Dl_info sinfo;
-    if (dladdr1(reinterpret_cast<void*>(at), &sinfo, reinterpret_cast<void**>(&sym),
-                RTLD_DL_SYMENT) &&
-        sinfo.dli_sname && sym) {
-      const int type = ELF64_ST_TYPE(sym->st_info);
-      const uintptr_t start = reinterpret_cast<uintptr_t>(sinfo.dli_saddr);
-      if ((type == STT_FUNC || type == STT_GNU_IFUNC) && at >= start &&
-          at < start + std::max<uint64_t>(sym->st_size, 1))
-        return simplify_function_name(demangle(sinfo.dli_sname));
-    }
-    // The main program has an empty l_name.
-    const bool main_program = lm->l_name == nullptr || lm->l_name[0] == '\0';
-    const std::string path = main_program ? "/proc/self/exe" : std::string(lm->l_name);
-    if (const char* name = module(path).lookup(at - lm->l_addr))
+    const Segment* seg = find_segment(at);
+    if (seg == nullptr) return hex(addr);
+    if (const char* name = module(seg->path).lookup(at - seg->bias))
       return simplify_function_name(demangle(name));
-    const std::string base = basename_of(main_program ? self_exe() : path);
-    return (base.empty() ? std::string("?") : base) + "+" + hex(addr - lm->l_addr);
+    const std::string base = basename_of(seg->path == "/proc/self/exe" ? self_exe() : seg->path);
+    return (base.empty() ? std::string("?") : base) + "+" + hex(addr - seg->bias);
   }
 };
 
-Symbolizer::Symbolizer() : impl_(std::make_unique<Impl>()) {}
+namespace {
+Symbolizer::Impl& shared_symbolizer() {
+  // Never destroyed: a session's background writer may symbolize during static destruction.
+  static auto* impl = new Symbolizer::Impl();
+  return *impl;
+}
+}  // namespace
+
+Symbolizer::Symbolizer() : impl_(&shared_symbolizer()) {}
 Symbolizer::~Symbolizer() = default;
 
 std::string Symbolizer::symbolize(const void* addr) {

@@ -44,13 +44,14 @@ struct StackCaptureStats {
 };
 StackCaptureStats stack_capture_stats();
 
-// Turns return addresses into frame names, each distinct address once. Thread-safe.
+// Turns return addresses into frame names, each distinct address once per process (every
+// Symbolizer shares one cache). Thread-safe.
 //
-// A frame is the demangled function name (simplify_function_name) from the dynamic symbol
-// table (dladdr), else from the module's ELF .symtab (non-exported and static functions,
-// executables built without -rdynamic). An address in a module without a symbol for it
-// renders as "<module basename>+0x<offset from the module's load bias>", one outside any
-// module as "0x<address>".
+// A frame is the demangled function name (simplify_function_name) from the module's ELF
+// .symtab and .dynsym (so non-exported and static functions too, and executables built
+// without -rdynamic). An address in a module without a symbol for it renders as
+// "<module basename>+0x<offset from the module's load bias>", one outside any module as
+// "0x<address>".
 class Symbolizer {
  public:
   Symbolizer();
@@ -67,8 +68,11 @@ class Symbolizer {
   std::size_t cached() const;
 
  private:
+ public:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+
+ private:
+  Impl* impl_;  // the process's one cache, never freed
 };
 
 // A demangled name made readable in a flame graph: no parameter list, return type, cv/ref
