@@ -168,6 +168,15 @@ void write_meta(JsonWriter& w, const char* name, uint64_t ts, int64_t pid, int64
 
 }  // namespace
 
+namespace {
+// The category TensorBoard's plugin, release and last source, reads right (Trace::SaveOptions).
+const char* tensorboard_category(const Event& e) {
+  if (e.kind == EventKind::CudaRuntime || e.kind == EventKind::CudaDriver) return "Runtime";
+  if (e.kind == EventKind::UserAnnotation && is_dataloader_name(e.name)) return "cpu_op";
+  return category(e.kind);
+}
+}  // namespace
+
 void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_name,
                         const Trace::SaveOptions& options) {
   // The base comes from the trace's own earliest time, not the process's clock: a trace read
@@ -214,11 +223,11 @@ void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_na
   std::set<int64_t> gpu_devices;
   uint64_t index = 0;
   for (const Event& e : t.events) {
-    if (!options.gpu_step_spans && e.kind == EventKind::GpuUserAnnotation && is_step_name(e.name))
+    if (options.tensorboard && e.kind == EventKind::GpuUserAnnotation && is_step_name(e.name))
       continue;
     w.newline().begin_object();
     w.key("ph").value("X");
-    w.key("cat").value(category(e.kind));
+    w.key("cat").value(options.tensorboard ? tensorboard_category(e) : category(e.kind));
     w.key("name").value(e.name);
     w.key("pid").value(e.pid);
     w.key("tid").value(e.tid);

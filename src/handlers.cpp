@@ -34,9 +34,9 @@ void make_dirs(const std::string& dir) {
 
 class TensorBoardHandler final : public TraceHandler {
  public:
-  TensorBoardHandler(std::string dir, std::string worker, bool gzip, bool gpu_step_spans)
+  TensorBoardHandler(std::string dir, std::string worker, bool gzip, bool exact_schema)
       : dir_(std::move(dir)), worker_(std::move(worker)), gzip_(gzip) {
-    save_.gpu_step_spans = gpu_step_spans;
+    save_.tensorboard = !exact_schema;
     if (dir_.empty()) throw Error("ptprof: tensorboard_trace_handler: dir is empty");
   }
   void handle(const Trace& trace) override {
@@ -84,9 +84,9 @@ class CallbackHandler final : public TraceHandler {
 }  // namespace
 
 TraceHandlerPtr tensorboard_trace_handler(std::string dir, std::string worker_name, bool use_gzip,
-                                          bool gpu_step_spans) {
+                                          bool exact_schema) {
   return std::make_shared<TensorBoardHandler>(std::move(dir), std::move(worker_name), use_gzip,
-                                              gpu_step_spans);
+                                              exact_schema);
 }
 
 TraceHandlerPtr chrome_trace_handler(std::string path) {

@@ -30,6 +30,13 @@ bool is_step_name(std::string_view name) {
   return name.rfind("ProfilerStep#", 0) == 0;
 }
 
+bool is_dataloader_name(std::string_view name) {
+  constexpr std::string_view kLoader = "enumerate(DataLoader)#", kNext = ".__next__";
+  return (name.rfind(kLoader, 0) == 0 && name.size() >= kLoader.size() + kNext.size() &&
+          name.compare(name.size() - kNext.size(), kNext.size(), kNext) == 0) ||
+         name.rfind("enumerate(DataPipe)#", 0) == 0;
+}
+
 bool is_gpu(EventKind kind) {
   switch (kind) {
     case EventKind::Kernel:

@@ -101,7 +101,7 @@ TEST(RealGpuTraces, TensorBoardCopyDropsOnlyTheGpuStepSpans) {
   const Trace t = read("ptprof.pt.trace.json.gz");
   test::TempDir dir;
   Trace::SaveOptions tb;
-  tb.gpu_step_spans = false;
+  tb.tensorboard = true;
   t.save(dir.path() + "/full.json");
   t.save(dir.path() + "/tb.json", tb);
   const Trace full =

@@ -30,6 +30,9 @@ bool is_gpu(EventKind kind);
 // Whether `name` is a step range's, "ProfilerStep#...", matched by prefix as TensorBoard's
 // plugin and HTA match it.
 bool is_step_name(std::string_view name);
+// Whether `name` is a data-loader range's as TensorBoard's plugin matches them
+// ("enumerate(DataLoader)#....__next__" or "enumerate(DataPipe)#..."; ptprof::DataLoaderRange).
+bool is_dataloader_name(std::string_view name);
 
 // Launch geometry and resources of a kernel, as CUPTI reports them.
 struct KernelInfo {

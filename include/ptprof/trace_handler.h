@@ -23,11 +23,13 @@ using TraceHandlerPtr = std::shared_ptr<TraceHandler>;
 
 // torch.profiler.tensorboard_trace_handler: writes
 // <dir>/<worker_name>.<time in ns>.pt.trace.json[.gz], creating <dir> if needed.
-// An empty worker_name means "<hostname>_<pid>". The GPU spans of ProfilerStep#N are left out
-// unless gpu_step_spans is set: TensorBoard's plugin would count each as a second step (see
-// Trace::SaveOptions); every other consumer reads them.
+// An empty worker_name means "<hostname>_<pid>". The files are written so that TensorBoard's
+// PyTorch Profiler plugin shows them right, the release on PyPI included, which PyTorch's
+// current schema does not give (see Trace::SaveOptions::tensorboard); Holistic Trace Analysis,
+// Perfetto and chrome://tracing read them as well. exact_schema writes PyTorch's schema as is,
+// as chrome_trace_handler does.
 TraceHandlerPtr tensorboard_trace_handler(std::string dir, std::string worker_name = "",
-                                          bool use_gzip = false, bool gpu_step_spans = false);
+                                          bool use_gzip = false, bool exact_schema = false);
 
 // Writes each finished trace to `path` (gzip-compressed if it ends in ".gz"), replacing
 // the previous one. As every ptprof writer, it writes a temporary file and renames it.

@@ -100,11 +100,28 @@ def raw_summary(path):
         if cat in ('user_annotation', 'cpu_op') and name.startswith('ProfilerStep#'):
             steps.append((int(name.split('#', 1)[1]), e['ts'], e['dur']))
     steps.sort(key=lambda s: s[1])
+    # Data-loader time per step as the plugin's overview defines it: the union of the loader
+    # ranges within the step (the file is CPU-only, so no role above DataLoader takes any of it).
+    loader = sorted((e['ts'], e['ts'] + e['dur']) for e in trace['traceEvents']
+                    if e.get('ph') == 'X' and (
+                        (e.get('name', '').startswith('enumerate(DataLoader)#')
+                         and e.get('name', '').endswith('.__next__'))
+                        or e.get('name', '').startswith('enumerate(DataPipe)#')))
+    loader_per_step = {}
+    for step, ts, dur in steps:
+        covered, end = 0.0, ts
+        for lo, hi in loader:
+            lo, hi = max(lo, end), min(hi, ts + dur)
+            if hi > lo:
+                covered += hi - lo
+                end = hi
+        loader_per_step[str(step)] = covered
     return {
         'cpu_ops': [e for e in cpu_ops if not e.get('name', '').startswith('ProfilerStep#')],
         'cpu_op_counts': Counter(e['name'] for e in cpu_ops if not e['name'].startswith('ProfilerStep#')),
         'steps': steps,
         'kernels': kernels,
+        'loader_per_step': loader_per_step,
     }
 
 
@@ -310,6 +327,16 @@ class Checker:
                             'see event_parser.py _update_steps_duration)')
                 self.fail(check, '%s: expected %d steps, the Overview has %d %s; ProfilerStep#N in file: %s%s'
                           % (path, a.expect_steps, len(step_names), step_names, raw_steps, hint))
+            # DataLoader share of each step: the release drops user_annotation loader ranges, so
+            # ptprof's TensorBoard files write them as cpu_op (Trace::SaveOptions::tensorboard).
+            columns = [c.get('name') for c in profile.overview['steps']['columns']]
+            if 'DataLoader' in columns and not self.raw[path]['kernels']:
+                col = columns.index('DataLoader')
+                for row in profile.overview['steps']['rows']:
+                    want = self.raw[path]['loader_per_step'].get(str(row[0]))
+                    if want is None or abs(row[col] - want) > 1.0:
+                        self.fail(check, '%s: step %s DataLoader %.3f us in the Overview, %s us in the file'
+                                  % (path, row[0], row[col], want))
             if not profile.operation_table_by_name['data'] and self.raw[path]['cpu_ops']:
                 self.fail(check, '%s: Operator view is empty but the file has %d cpu_op events'
                           % (path, len(self.raw[path]['cpu_ops'])))

@@ -209,14 +209,14 @@ TEST_F(TraceJsonTest, UserRangeOnTheGpu) {
   EXPECT_NEAR(g.at("dur").get<double>(), 411.002, 0.0011);
 }
 
-// TensorBoard's plugin takes a GPU span named ProfilerStep#N for a second step: its handler
-// leaves the step spans out (the user ranges' stay), unless asked to keep them.
-TEST_F(TraceJsonTest, TensorBoardFilesLeaveOutGpuStepSpans) {
+// TensorBoard's files (Trace::SaveOptions::tensorboard): runtime calls as "Runtime", no GPU spans
+// of the steps (the user ranges' stay); exact_schema writes PyTorch's categories.
+TEST_F(TraceJsonTest, TensorBoardFilesAreWhatThePluginReads) {
   const std::string dir =
-      ::testing::TempDir() + "/ptprof_tb_step_spans_" + std::to_string(::getpid());
-  auto gpu_spans = [&](bool keep) {
-    const std::string sub = dir + (keep ? "/keep" : "/default");
-    tensorboard_trace_handler(sub, "w", false, keep)->handle(trace_);
+      ::testing::TempDir() + "/ptprof_tb_flavour_" + std::to_string(::getpid());
+  auto written = [&](bool exact) {
+    const std::string sub = dir + (exact ? "/exact" : "/default");
+    tensorboard_trace_handler(sub, "w", false, exact)->handle(trace_);
     DIR* d = ::opendir(sub.c_str());
     EXPECT_NE(d, nullptr);
     std::vector<std::string> names;
@@ -226,17 +226,23 @@ TEST_F(TraceJsonTest, TensorBoardFilesLeaveOutGpuStepSpans) {
     EXPECT_EQ(names.size(), 1u);
     std::ifstream f(names.at(0));
     const json doc = json::parse(f);
-    std::vector<std::string> out;
-    for (const json& e : doc.at("traceEvents"))
-      if (e.value("cat", "") == "gpu_user_annotation") out.push_back(e.at("name"));
     std::remove(names.at(0).c_str());
     ::rmdir(sub.c_str());
-    return out;
+    std::map<std::string, std::vector<std::string>> by_cat;
+    for (const json& e : doc.at("traceEvents"))
+      if (e.value("ph", "") == "X") by_cat[e.at("cat")].push_back(e.at("name"));
+    for (auto& [cat, names] : by_cat) std::sort(names.begin(), names.end());
+    return by_cat;
   };
-  EXPECT_EQ(gpu_spans(false), std::vector<std::string>{"train"});
-  std::vector<std::string> kept = gpu_spans(true);
-  std::sort(kept.begin(), kept.end());
-  EXPECT_EQ(kept, (std::vector<std::string>{"ProfilerStep#1", "train"}));
+  auto tb = written(false);
+  EXPECT_EQ(tb["gpu_user_annotation"], std::vector<std::string>{"train"});
+  EXPECT_EQ(tb["Runtime"],
+            (std::vector<std::string>{"cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync"}));
+  EXPECT_EQ(tb.count("cuda_runtime"), 0u);
+  auto exact = written(true);
+  EXPECT_EQ(exact["gpu_user_annotation"], (std::vector<std::string>{"ProfilerStep#1", "train"}));
+  EXPECT_EQ(exact["cuda_runtime"].size(), 3u);
+  EXPECT_EQ(exact.count("Runtime"), 0u);
   ::rmdir(dir.c_str());
 }
 
