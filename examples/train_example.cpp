@@ -1,16 +1,22 @@
 // A small libtorch training loop profiled with ptprof, the way torch.profiler users do it:
 //
-//   train_example [LOGDIR] [--steps N]
+//   train_example [LOGDIR] [--steps N] [--sample-latency-us U] [--workers W]
 //
 // Trains an MLP on synthetic data through libtorch's own DataLoader with
 // schedule(wait=1, warmup=1, active=3, repeat=2) and record_shapes, profile_memory and
 // with_stack on; writes TensorBoard traces to LOGDIR (default ./log/ptprof_example), a flame
 // graph and a memory timeline of the last window to LOGDIR_reports/, and prints ptprof's table.
+//
+// The walkthrough's case: --sample-latency-us makes each sample wait that long, as reading it
+// from slow storage would, so the step is bound by data loading; --workers W is the fix, W
+// loader threads fetching batches ahead of the training loop (libtorch's DataLoader workers).
 #include <sys/stat.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <iostream>
 #include <string>
 
@@ -21,16 +27,22 @@ namespace {
 // Synthetic classification data: labels are a fixed linear function of the inputs.
 class SyntheticDataset : public torch::data::datasets::Dataset<SyntheticDataset> {
  public:
-  explicit SyntheticDataset(int64_t size) : size_(size) {
+  SyntheticDataset(int64_t size, int64_t sample_latency_us)
+      : size_(size), latency_(sample_latency_us) {
     torch::manual_seed(0);
     inputs_ = torch::randn({size, 64});
     labels_ = inputs_.matmul(torch::randn({64, 10})).argmax(1);
   }
-  torch::data::Example<> get(size_t i) override { return {inputs_[i], labels_[i]}; }
+  torch::data::Example<> get(size_t i) override {
+    // Storage latency: the thread waits, it does not compute, so loader workers overlap it.
+    if (latency_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(latency_));
+    return {inputs_[i], labels_[i]};
+  }
   torch::optional<size_t> size() const override { return size_; }
 
  private:
   int64_t size_;
+  int64_t latency_;
   torch::Tensor inputs_, labels_;
 };
 
@@ -54,14 +66,32 @@ __attribute__((noinline)) torch::Tensor model_forward(Mlp& model, const torch::T
 int main(int argc, char** argv) {
   std::string logdir = "./log/ptprof_example";
   int steps = 12;
+  int64_t sample_latency_us = 0;
+  int64_t workers = 0;
+  auto number = [&](int& i, int64_t min) {
+    char* end = nullptr;
+    const long long v = i + 1 < argc ? std::strtoll(argv[++i], &end, 10) : -1;
+    if (end == nullptr || *end != '\0' || v < min) {
+      std::fprintf(stderr, "%s: %s needs a whole number >= %lld\n", argv[0], argv[i - 1],
+                   static_cast<long long>(min));
+      std::exit(2);
+    }
+    return static_cast<int64_t>(v);
+  };
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--steps" && i + 1 < argc) {
-      steps = std::atoi(argv[++i]);
+    if (a == "--steps") {
+      steps = static_cast<int>(number(i, 1));
+    } else if (a == "--sample-latency-us") {
+      sample_latency_us = number(i, 0);
+    } else if (a == "--workers") {
+      workers = number(i, 0);
     } else if (!a.empty() && a[0] != '-') {
       logdir = a;
     } else {
-      std::fprintf(stderr, "usage: %s [LOGDIR] [--steps N]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [LOGDIR] [--steps N] [--sample-latency-us U] [--workers W]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -70,8 +100,8 @@ int main(int argc, char** argv) {
   Mlp model;
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05));
   auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
-      SyntheticDataset(4096).map(torch::data::transforms::Stack<>()),
-      torch::data::DataLoaderOptions().batch_size(64));
+      SyntheticDataset(4096, sample_latency_us).map(torch::data::transforms::Stack<>()),
+      torch::data::DataLoaderOptions().batch_size(64).workers(workers));
 
   ptprof::Options opts;
   opts.schedule = ptprof::Schedule{/*wait=*/1, /*warmup=*/1, /*active=*/3, /*repeat=*/2};
