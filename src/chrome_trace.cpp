@@ -177,8 +177,35 @@ const char* tensorboard_category(const Event& e) {
 }
 }  // namespace
 
+void check_metadata(const Trace& t) {
+  // The keys write_chrome_trace writes itself: a reader would take either of two.
+  static const char* const kOwn[] = {"schemaVersion", "deviceProperties",    "displayTimeUnit",
+                                     "traceEvents",   "baseTimeNanoseconds", "traceName"};
+  for (const auto& [key, value] : t.metadata) {
+    std::string quoted;
+    JsonWriter::escape_into(quoted, key);
+    for (const char* own : kOwn) {
+      if (key == own)
+        throw Error("ptprof: Trace::metadata key " + quoted +
+                    " is one of the trace's own top-level keys; use another name");
+    }
+    // Inside the top-level object: one level less than the writer's bound.
+    const std::string problem = json_problem(value, JsonWriter::kMaxDepth - 1);
+    if (!problem.empty()) {
+      std::string shown;
+      JsonWriter::escape_into(shown, std::string_view(value).substr(0, 80));
+      throw Error("ptprof: Trace::metadata[" + quoted + "] is not valid JSON (" + problem +
+                  "); each value is written into the trace as it is, so it must be JSON text, "
+                  "e.g. a quoted string. The value" +
+                  (value.size() > 80 ? " begins " : " is ") + shown);
+    }
+  }
+}
+
 void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_name,
                         const Trace::SaveOptions& options) {
+  // Before the first byte: a bad value leaves no partial trace behind.
+  check_metadata(t);
   // The base comes from the trace's own earliest time, not the process's clock: a trace read
   // back from another period (or one with times before this process's base) must still be
   // written as offsets >= 0 that the reader accepts. A trace of this run gets Kineto's base.
@@ -341,8 +368,7 @@ void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_na
   w.newline().end_array();
   w.newline().key("traceName").value(trace_name);
   w.newline().end_object();
-  w.raw("\n");
-  w.flush();
+  w.finish();
 }
 
 namespace {
@@ -431,43 +457,68 @@ __attribute__((constructor(101))) void register_in_flight_cleanup() {
 }
 
 // A temporary file, created and registered in one step under the lock the exit hook takes,
-// so that the hook sees every temporary that exists.
+// so that the hook sees every temporary that exists. Its name is unique in the process (the
+// pid and a counter), so two writes of one path, from two threads or two handlers, never share
+// one; O_EXCL skips a file an earlier process with the same pid left behind. It owns the
+// descriptor and, unless renamed into place, removes the file when it goes.
 class InFlight {
  public:
-  InFlight(std::string path, const std::string& final_path) : path_(std::move(path)) {
+  InFlight(const std::string& dir, const std::string& base, const std::string& final_path) {
     std::lock_guard<std::mutex> lock(in_flight_mu());
     if (g_exiting)
       throw Error("ptprof: trace file " + final_path + " not written: the process is exiting");
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      throw Error("ptprof: cannot create trace file " + final_path + ": " + errno_text(errno));
+    static uint64_t counter = 0;  // under in_flight_mu()
+    for (int attempt = 0;; ++attempt) {
+      // A hidden name that matches no viewer's file pattern (".json"/".gz" suffixes).
+      path_ = dir + "." + base + "." + std::to_string(::getpid()) + "." +
+              std::to_string(counter++) + ".tmp";
+      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd_ >= 0) break;
+      if (errno != EEXIST || attempt == 1000)
+        throw Error("ptprof: cannot create trace file " + final_path + ": " + errno_text(errno));
+    }
     in_flight().insert(path_);
   }
   ~InFlight() {
+    if (fd_ >= 0) ::close(fd_);  // a failed write: the file goes, the result does not matter
     std::lock_guard<std::mutex> lock(in_flight_mu());
+    if (!renamed_) ::unlink(path_.c_str());
     in_flight().erase(path_);
   }
   int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  // Closes the descriptor, once: Linux releases it even when close() fails, so a second
+  // close() could only hit a descriptor another thread has opened since.
+  int close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return ::close(fd);
+  }
+  void renamed() { renamed_ = true; }
 
  private:
   std::string path_;
   int fd_ = -1;
+  bool renamed_ = false;
 };
+
+// fsync, except where the file cannot be synced at all (EINVAL, EROFS: a pipe, a special or
+// read-only filesystem), which is no failure of this write.
+int sync_fd(int fd) {
+  const int rc = ::fsync(fd);
+  return rc != 0 && (errno == EINVAL || errno == EROFS) ? 0 : rc;
+}
 
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::function<void(Sink&)>& body) {
   if (path.empty()) throw Error("ptprof: empty trace path");
   const auto slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  // A hidden name that matches no viewer's file pattern (".json"/".gz" suffixes).
-  const std::string tmp = (slash == std::string::npos ? std::string() : dir) + "." + base + "." +
-                          std::to_string(::getpid()) + ".tmp";
-  InFlight guard(tmp, path);
-  const int fd = guard.fd();
-  try {
-    FileSink file(fd, path);
+  InFlight tmp(dir, base, path);
+  {
+    FileSink file(tmp.fd(), path);
     if (ends_with(path, ".gz")) {
       GzipSink gz(file, path);
       body(gz);
@@ -475,17 +526,30 @@ void write_file_atomically(const std::string& path, const std::function<void(Sin
     } else {
       body(file);
     }
-    if (::close(fd) != 0)
-      throw Error("ptprof: cannot write trace file " + path + ": " + errno_text(errno));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  // The data is on disk before the rename makes it the file at `path`, so a power loss leaves
+  // the old file or the new one there, never a partial one.
+  if (sync_fd(tmp.fd()) != 0 || tmp.close() != 0) {
     const int err = errno;
-    ::unlink(tmp.c_str());
+    throw Error("ptprof: cannot write trace file " + path + ": " + errno_text(err));
+  }
+  if (::rename(tmp.path().c_str(), path.c_str()) != 0) {
+    const int err = errno;
     throw Error("ptprof: cannot move trace file into place at " + path + ": " + errno_text(err));
+  }
+  tmp.renamed();
+  // And the rename itself is on disk before we return. A directory that cannot be opened
+  // (no read permission) cannot be synced: the file is in place regardless.
+  const int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    const int rc = sync_fd(dir_fd);
+    const int err = errno;
+    ::close(dir_fd);
+    if (rc != 0)
+      throw Error("ptprof: trace file " + path +
+                  " was written, but its directory could not be synced (it may not survive a "
+                  "power loss): " +
+                  errno_text(err));
   }
 }
 

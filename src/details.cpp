@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "json_writer.h"
+
 namespace ptprof::detail {
 
 namespace {
@@ -34,14 +36,13 @@ class Reader {
 };
 
 std::string format_number(uint8_t tag, const char raw[8], double* as_double) {
-  char buf[64];
   if (tag == 1) {
     double d;
     std::memcpy(&d, raw, 8);
     *as_double = d;
-    std::snprintf(buf, sizeof(buf), "%.17g", d);
+    // Not printf: its decimal point follows the host program's locale ("0,5").
+    std::string s = format_general(d, 17);
     // Python prints 1.0, not 1, for a float scalar.
-    std::string s = buf;
     if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
     return s;
   }

@@ -2,65 +2,127 @@
 
 #include <charconv>
 #include <cmath>
+#include <string>
+
+#include "ptprof/error.h"
 
 namespace ptprof::detail {
+
+void append_fixed(std::string& out, double v, int decimals) {
+  // std::to_chars never consults the locale. 309 integer digits at most (DBL_MAX).
+  decimals = decimals < 0 ? 0 : decimals > 64 ? 64 : decimals;
+  char buf[400];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
+  out.append(buf, r.ptr);
+}
+
+std::string format_fixed(double v, int decimals) {
+  std::string out;
+  append_fixed(out, v, decimals);
+  return out;
+}
+
+std::string format_general(double v, int precision) {
+  char buf[64];
+  precision = precision < 1 ? 1 : precision > 17 ? 17 : precision;
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, precision);
+  return std::string(buf, r.ptr);
+}
 
 JsonWriter::JsonWriter(Sink* sink) : sink_(sink) {
   buf_.reserve(sink ? kBlock + 4096 : 4096);
 }
 
-void JsonWriter::separate() {
+void JsonWriter::fail(const std::string& what) {
+  throw Error("ptprof: JSON writer: " + what);
+}
+
+void JsonWriter::bad_key_array(std::size_t size) {
+  fail("a key from a char array of " + std::to_string(size) +
+       " bytes whose text does not end at its last byte (not a string literal); pass a "
+       "std::string_view of the text");
+}
+
+void JsonWriter::separate(uint64_t bit) {
+  if (nonempty_ & bit) {
+    buf_.append(pending_newline_ ? ",\n" : ", ", 2);
+  } else if (pending_newline_) {
+    buf_.push_back('\n');
+  }
+  nonempty_ |= bit;
+  pending_newline_ = false;
+}
+
+void JsonWriter::before_value() {
   if (after_key_) {
     after_key_ = false;
     return;
   }
-  if (depth_ > 0) {
-    if (!first_[depth_ - 1]) buf_.append(pending_newline_ ? ",\n" : ", ", 2);
-    else if (pending_newline_) buf_.push_back('\n');
-    first_[depth_ - 1] = false;
+  if (depth_ == 0) {
+    if (started_) fail("a second top-level value");
+    started_ = true;
+    pending_newline_ = false;
+    return;
   }
-  pending_newline_ = false;
+  const uint64_t bit = uint64_t{1} << (depth_ - 1);
+  if (objects_ & bit) fail("a value in an object without its key");
+  separate(bit);
 }
 
-void JsonWriter::push() {
-  // Deeper nesting than ptprof ever writes would be a bug; keep writing valid JSON regardless
-  // by treating the extra levels as sharing the last flag.
-  if (depth_ < kMaxDepth) ++depth_;
-  first_[depth_ - 1] = true;
+void JsonWriter::before_key() {
+  const uint64_t bit = depth_ > 0 ? uint64_t{1} << (depth_ - 1) : 0;
+  if (!(objects_ & bit)) fail("a key outside an object");
+  if (after_key_) fail("a key after a key that has no value");
+  separate(bit);
+}
+
+void JsonWriter::push(bool object) {
+  // Checked before anything is written for the new level.
+  if (depth_ == kMaxDepth)
+    fail("arrays and objects nested deeper than " + std::to_string(kMaxDepth));
+  before_value();
+  const uint64_t bit = uint64_t{1} << depth_;
+  objects_ = object ? objects_ | bit : objects_ & ~bit;
+  nonempty_ &= ~bit;
+  ++depth_;
+  buf_.push_back(object ? '{' : '[');
+}
+
+void JsonWriter::pop(bool object) {
+  const char* what = object ? "end_object" : "end_array";
+  if (depth_ == 0) fail(std::string(what) + " with nothing open");
+  const bool in_object = (objects_ >> (depth_ - 1)) & 1;
+  if (in_object != object)
+    fail(std::string(what) + (in_object ? " inside an object" : " inside an array"));
+  if (after_key_) fail(std::string(what) + " after a key that has no value");
+  if (pending_newline_) buf_.push_back('\n');
+  pending_newline_ = false;
+  --depth_;
+  buf_.push_back(object ? '}' : ']');
 }
 
 JsonWriter& JsonWriter::begin_object() {
-  separate();
-  buf_.push_back('{');
-  push();
+  push(true);
   return *this;
 }
 
 JsonWriter& JsonWriter::end_object() {
-  if (pending_newline_) buf_.push_back('\n');
-  pending_newline_ = false;
-  if (depth_ > 0) --depth_;
-  buf_.push_back('}');
+  pop(true);
   return *this;
 }
 
 JsonWriter& JsonWriter::begin_array() {
-  separate();
-  buf_.push_back('[');
-  push();
+  push(false);
   return *this;
 }
 
 JsonWriter& JsonWriter::end_array() {
-  if (pending_newline_) buf_.push_back('\n');
-  pending_newline_ = false;
-  if (depth_ > 0) --depth_;
-  buf_.push_back(']');
+  pop(false);
   return *this;
 }
 
 JsonWriter& JsonWriter::key(std::string_view k) {
-  separate();
+  before_key();
   escape_into(buf_, k);
   buf_.append(": ");
   after_key_ = true;
@@ -68,7 +130,7 @@ JsonWriter& JsonWriter::key(std::string_view k) {
 }
 
 JsonWriter& JsonWriter::value(std::string_view s) {
-  separate();
+  before_value();
   escape_into(buf_, s);
   return *this;
 }
@@ -83,19 +145,19 @@ void append_int(std::string& out, T v) {
 }  // namespace
 
 JsonWriter& JsonWriter::value(int64_t v) {
-  separate();
+  before_value();
   append_int(buf_, v);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(uint64_t v) {
-  separate();
+  before_value();
   append_int(buf_, v);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(double v) {
-  separate();
+  before_value();
   if (!std::isfinite(v)) {
     // JSON has no inf/nan; Kineto writes such values as strings.
     buf_.append(std::isnan(v) ? "\"nan\"" : (v > 0 ? "\"inf\"" : "\"-inf\""));
@@ -108,19 +170,21 @@ JsonWriter& JsonWriter::value(double v) {
 }
 
 JsonWriter& JsonWriter::value(bool v) {
-  separate();
+  before_value();
   buf_.append(v ? "true" : "false");
   return *this;
 }
 
 JsonWriter& JsonWriter::null() {
-  separate();
+  before_value();
   buf_.append("null");
   return *this;
 }
 
 JsonWriter& JsonWriter::raw(std::string_view json) {
-  separate();
+  const std::string problem = json_problem(json, kMaxDepth - depth_);
+  if (!problem.empty()) fail("raw text that is not one JSON value (" + problem + ")");
+  before_value();
   buf_.append(json);
   return *this;
 }
@@ -137,7 +201,7 @@ void append_us(std::string& out, bool negative, uint64_t ns) {
 }  // namespace
 
 JsonWriter& JsonWriter::value_us(int64_t ns) {
-  separate();
+  before_value();
   // The magnitude as uint64_t: -INT64_MIN does not fit int64_t.
   const uint64_t mag = static_cast<uint64_t>(ns);
   append_us(buf_, ns < 0, ns < 0 ? uint64_t{0} - mag : mag);
@@ -145,7 +209,7 @@ JsonWriter& JsonWriter::value_us(int64_t ns) {
 }
 
 JsonWriter& JsonWriter::value_us(uint64_t ns) {
-  separate();
+  before_value();
   append_us(buf_, false, ns);
   return *this;
 }
@@ -153,6 +217,14 @@ JsonWriter& JsonWriter::value_us(uint64_t ns) {
 JsonWriter& JsonWriter::newline() {
   pending_newline_ = true;
   return *this;
+}
+
+void JsonWriter::finish() {
+  if (!started_ || depth_ != 0 || after_key_)
+    fail("the document ends before its value is complete (" + std::to_string(depth_) +
+         " arrays or objects open)");
+  buf_.push_back('\n');
+  flush();
 }
 
 void JsonWriter::flush() {
@@ -235,6 +307,165 @@ void JsonWriter::escape_into(std::string& out, std::string_view s) {
   }
   out.append(s.data() + run, s.size() - run);
   out.push_back('"');
+}
+
+namespace {
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_hex(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// One pass over the text with an explicit stack of the open containers' closing brackets, so
+// the depth bound, not the C++ stack, limits nesting.
+class JsonChecker {
+ public:
+  JsonChecker(std::string_view s, int max_depth) : s_(s), max_depth_(max_depth) {}
+
+  std::string check() {
+    for (;;) {
+      if (!value()) return problem_;
+      // After a value: close containers, or a comma and the next member or element.
+      for (;;) {
+        space();
+        if (open_.empty()) return i_ == s_.size() ? "" : at("text after the value");
+        if (i_ == s_.size())
+          return at(std::string("end of text; expected ',' or '") + open_.back() + "'");
+        if (s_[i_] == open_.back()) {
+          ++i_;
+          open_.pop_back();
+          continue;
+        }
+        if (s_[i_] != ',') return at(std::string("expected ',' or '") + open_.back() + "'");
+        ++i_;
+        if (open_.back() == '}' && !member_key()) return problem_;
+        break;
+      }
+    }
+  }
+
+ private:
+  std::string at(const std::string& what) const { return what + " at byte " + std::to_string(i_); }
+  bool fail(const std::string& what) {
+    problem_ = at(what);
+    return false;
+  }
+  void space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
+      ++i_;
+  }
+  bool word(std::string_view w) {
+    if (s_.substr(i_, w.size()) != w) return fail("invalid value");
+    i_ += w.size();
+    return true;
+  }
+  // A value, or the opening of a container and then its first value; an empty container is
+  // closed here.
+  bool value() {
+    for (;;) {
+      space();
+      if (i_ == s_.size()) return fail("end of text; expected a value");
+      const char c = s_[i_];
+      if (c != '{' && c != '[') break;
+      if (static_cast<int>(open_.size()) >= max_depth_)
+        return fail("arrays and objects nested deeper than " + std::to_string(max_depth_));
+      ++i_;
+      open_.push_back(c == '{' ? '}' : ']');
+      space();
+      if (i_ < s_.size() && s_[i_] == open_.back()) {
+        ++i_;
+        open_.pop_back();
+        return true;
+      }
+      if (c == '{' && !member_key()) return false;
+    }
+    const char c = s_[i_];
+    if (c == '"') return string();
+    if (c == '-' || is_digit(c)) return number();
+    if (c == 't') return word("true");
+    if (c == 'f') return word("false");
+    if (c == 'n') return word("null");
+    return fail("invalid value");
+  }
+  // A member's key and its colon.
+  bool member_key() {
+    space();
+    if (i_ == s_.size() || s_[i_] != '"') return fail("expected a key string");
+    if (!string()) return false;
+    space();
+    if (i_ == s_.size() || s_[i_] != ':') return fail("expected ':' after a key");
+    ++i_;
+    return true;
+  }
+  bool string() {
+    ++i_;  // the opening quote
+    while (i_ < s_.size()) {
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        ++i_;
+        return true;
+      }
+      if (c == '\\') {
+        const char e = i_ + 1 < s_.size() ? s_[i_ + 1] : '\0';
+        if (e == 'u') {
+          for (std::size_t k = 2; k < 6; ++k)
+            if (i_ + k >= s_.size() || !is_hex(s_[i_ + k])) return fail("invalid \\u escape");
+          i_ += 6;
+        } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' ||
+                   e == 'r' || e == 't') {
+          i_ += 2;
+        } else {
+          return fail("invalid escape in a string");
+        }
+      } else if (c < 0x20) {
+        return fail("unescaped control character in a string");
+      } else if (c >= 0x80) {
+        const std::size_t n = utf8_sequence(s_, i_);
+        if (n == 0) return fail("invalid UTF-8 in a string");
+        i_ += n;
+      } else {
+        ++i_;
+      }
+    }
+    return fail("unterminated string");
+  }
+  bool digits() {
+    if (i_ == s_.size() || !is_digit(s_[i_])) return fail("invalid number");
+    while (i_ < s_.size() && is_digit(s_[i_])) ++i_;
+    return true;
+  }
+  bool number() {
+    if (s_[i_] == '-') ++i_;
+    if (i_ < s_.size() && s_[i_] == '0') {
+      ++i_;  // no leading zeros: "01" ends the number at "0"
+    } else if (!digits()) {
+      return false;
+    }
+    if (i_ < s_.size() && s_[i_] == '.') {
+      ++i_;
+      if (!digits()) return false;
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      if (!digits()) return false;
+    }
+    return true;
+  }
+
+  std::string_view s_;
+  int max_depth_;
+  std::size_t i_ = 0;
+  std::string open_;  // closing bracket of each open container
+  std::string problem_;
+};
+
+}  // namespace
+
+std::string json_problem(std::string_view text, int max_depth) {
+  return JsonChecker(text, max_depth).check();
 }
 
 }  // namespace ptprof::detail

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 #include <unordered_map>
 
+#include "json_writer.h"  // format_fixed
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
 
@@ -251,40 +251,28 @@ void KeyAverages::sort(SortBy by) {
 namespace {
 
 // torch.profiler's _format_time: microseconds with three decimals, unit chosen by size.
+// Numbers through format_fixed, not printf: a host program's locale must not change a table.
 std::string format_time(int64_t ns) {
   const double us = static_cast<double>(ns) / 1000.0;
-  char buf[64];
-  if (us >= 1e6)
-    std::snprintf(buf, sizeof(buf), "%.3fs", us / 1e6);
-  else if (us >= 1e3)
-    std::snprintf(buf, sizeof(buf), "%.3fms", us / 1e3);
-  else
-    std::snprintf(buf, sizeof(buf), "%.3fus", us);
-  return buf;
+  if (us >= 1e6) return detail::format_fixed(us / 1e6, 3) + "s";
+  if (us >= 1e3) return detail::format_fixed(us / 1e3, 3) + "ms";
+  return detail::format_fixed(us, 3) + "us";
 }
 
 std::string format_share(int64_t part, int64_t total) {
   if (total == 0) return "NaN";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f%%", static_cast<double>(part) * 100.0 /
-                                                static_cast<double>(total));
-  return buf;
+  return detail::format_fixed(static_cast<double>(part) * 100.0 / static_cast<double>(total), 2) +
+         "%";
 }
 
 // torch.profiler's _format_memory.
 std::string format_memory(int64_t bytes) {
   const double kb = 1024.0, mb = kb * 1024, gb = mb * 1024;
   const double b = static_cast<double>(bytes);
-  char buf[64];
-  if (std::abs(b) >= gb)
-    std::snprintf(buf, sizeof(buf), "%.2f Gb", b / gb);
-  else if (std::abs(b) >= mb)
-    std::snprintf(buf, sizeof(buf), "%.2f Mb", b / mb);
-  else if (std::abs(b) >= kb)
-    std::snprintf(buf, sizeof(buf), "%.2f Kb", b / kb);
-  else
-    std::snprintf(buf, sizeof(buf), "%lld b", static_cast<long long>(bytes));
-  return buf;
+  if (std::abs(b) >= gb) return detail::format_fixed(b / gb, 2) + " Gb";
+  if (std::abs(b) >= mb) return detail::format_fixed(b / mb, 2) + " Mb";
+  if (std::abs(b) >= kb) return detail::format_fixed(b / kb, 2) + " Kb";
+  return std::to_string(bytes) + " b";
 }
 
 void pad_right_aligned(std::string& line, const std::string& cell, std::size_t width) {
@@ -448,10 +436,9 @@ std::string KeyAverages::table(SortBy sort_by, int row_limit) const {
     }
     cells.push_back(std::to_string(r.count));
     if (has_flops) {
-      char buf[64];
-      std::snprintf(buf, sizeof(buf), "%.3f",
-                    static_cast<double>(r.flops) / std::pow(1000.0, flops_scale));
-      cells.push_back(r.flops ? buf : "--");
+      cells.push_back(r.flops ? detail::format_fixed(
+                                    static_cast<double>(r.flops) / std::pow(1000.0, flops_scale), 3)
+                              : "--");
       if (r.flops && r.cpu_time_total_ns > 0) {
         double rate = static_cast<double>(r.flops) * 1e9 / static_cast<double>(r.cpu_time_total_ns);
         int k = 0;
@@ -459,8 +446,7 @@ std::string KeyAverages::table(SortBy sort_by, int row_limit) const {
           rate /= 1000;
           ++k;
         }
-        std::snprintf(buf, sizeof(buf), "%.3f %sFLOP/s", rate, kFlopUnits[k]);
-        cells.push_back(buf);
+        cells.push_back(detail::format_fixed(rate, 3) + " " + kFlopUnits[k] + "FLOP/s");
       } else {
         cells.push_back("--");
       }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <utility>
 
@@ -119,8 +118,7 @@ void write_json(const Trace& t, Sink& sink) {
   }
   w.newline().end_object();
   w.newline().end_object();
-  w.raw("\n");
-  w.flush();
+  w.finish();
 }
 
 // ---- HTML --------------------------------------------------------------------------------
@@ -130,10 +128,9 @@ constexpr double kPlotW = 960, kPlotH = 360;
 constexpr double kLeft = 80, kRight = 30, kTop = 30, kBottom = 50;
 constexpr double kInnerW = kPlotW - kLeft - kRight, kInnerH = kPlotH - kTop - kBottom;
 
-std::string num(double v, const char* f = "%.2f") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
+// Coordinates and labels, whatever the process locale (format_fixed, format_general).
+std::string num(double v, int decimals = 2) {
+  return format_fixed(v, decimals);
 }
 
 // 1, 2 or 5 times a power of ten, giving about `ticks` intervals over `range`.
@@ -210,8 +207,8 @@ std::string device_svg(const MemoryCurve& c, int64_t t0, int64_t end_ns) {
   p.ymax = std::max(1.0, std::ceil(top * 1.05 / kMiB / ystep_mb)) * ystep_mb * kMiB;
 
   std::string s;
-  s += "<svg width=\"" + num(kPlotW, "%.0f") + "\" height=\"" + num(kPlotH, "%.0f") +
-       "\" viewBox=\"0 0 " + num(kPlotW, "%.0f") + " " + num(kPlotH, "%.0f") + "\" role=\"img\">\n";
+  s += "<svg width=\"" + num(kPlotW, 0) + "\" height=\"" + num(kPlotH, 0) + "\" viewBox=\"0 0 " +
+       num(kPlotW, 0) + " " + num(kPlotH, 0) + "\" role=\"img\">\n";
   s += "<title>" + xml_escape(c.device) + " allocated memory over time</title>\n";
   // Grid, ticks and labels.
   const double span_ms = p.span_ns / 1e6;
@@ -221,14 +218,14 @@ std::string device_svg(const MemoryCurve& c, int64_t t0, int64_t end_ns) {
     s += "<line class=\"grid\" x1=\"" + num(x) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(x) +
          "\" y2=\"" + num(kTop + kInnerH) + "\"/>";
     s += "<text x=\"" + num(x) + "\" y=\"" + num(kTop + kInnerH + 16) +
-         "\" text-anchor=\"middle\">" + num(ms, "%g") + "</text>\n";
+         "\" text-anchor=\"middle\">" + format_general(ms) + "</text>\n";
   }
   for (double mb = 0; mb * kMiB <= p.ymax * (1 + 1e-9); mb += ystep_mb) {
     const double y = p.y(mb * kMiB);
     s += "<line class=\"grid\" x1=\"" + num(kLeft) + "\" y1=\"" + num(y) + "\" x2=\"" +
          num(kLeft + kInnerW) + "\" y2=\"" + num(y) + "\"/>";
     s += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" +
-         num(mb, "%g") + "</text>\n";
+         format_general(mb) + "</text>\n";
   }
   s += "<rect class=\"frame\" x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" +
        num(kInnerW) + "\" height=\"" + num(kInnerH) + "\"/>\n";
@@ -246,8 +243,8 @@ std::string device_svg(const MemoryCurve& c, int64_t t0, int64_t end_ns) {
        "\"><title>allocated</title></path>\n";
   // The peak.
   const double px = p.x(c.peak_time_ns), py = p.y(static_cast<double>(c.peak_allocated));
-  const std::string label = "peak " + num(c.peak_allocated / kMiB, "%.3f") + " MB at " +
-                            num((c.peak_time_ns - t0) / 1e6, "%.3f") + " ms";
+  const std::string label = "peak " + num(c.peak_allocated / kMiB, 3) + " MB at " +
+                            num((c.peak_time_ns - t0) / 1e6, 3) + " ms";
   s += "<circle class=\"peak\" cx=\"" + num(px) + "\" cy=\"" + num(py) + "\" r=\"4\"><title>" +
        label + " (" + std::to_string(c.peak_allocated) + " bytes)</title></circle>\n";
   const bool right_half = px > kLeft + kInnerW / 2;
@@ -295,9 +292,9 @@ void write_html(const Trace& t, Sink& sink) {
   sink.write(h.data(), h.size());
   for (const MemoryCurve& c : curves) {
     std::string d = "<h2>" + xml_escape(c.device) +
-                    "</h2>\n<p>Peak allocated: " + num(c.peak_allocated / kMiB, "%.3f") + " MB (" +
+                    "</h2>\n<p>Peak allocated: " + num(c.peak_allocated / kMiB, 3) + " MB (" +
                     std::to_string(c.peak_allocated) + " bytes) at " +
-                    num((c.peak_time_ns - t0) / 1e6, "%.3f") + " ms; " +
+                    num((c.peak_time_ns - t0) / 1e6, 3) + " ms; " +
                     std::to_string(c.time_ns.size()) + " events.</p>\n";
     d += device_svg(c, t0, end);
     sink.write(d.data(), d.size());

@@ -1160,24 +1160,31 @@ std::string xml_escape(std::string_view s) {
       ++i;
       continue;
     }
-    // A well-formed UTF-8 sequence is copied; any other byte becomes U+FFFD.
-    int len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
+    // A well-formed UTF-8 sequence is copied, any other byte becomes U+FFFD; so does a
+    // U+FFFE or U+FFFF, well-formed but not characters of XML.
+    const int len = c >= 0xc2 && c <= 0xdf   ? 2
+                    : c >= 0xe0 && c <= 0xef ? 3
+                    : c >= 0xf0 && c <= 0xf4 ? 4
+                                             : 0;
     bool ok = len > 0 && i + len <= s.size();
     for (int k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    const auto c1 = ok ? static_cast<unsigned char>(s[i + 1]) : 0;
     if (ok && len == 3) {
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
       ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogates
     } else if (ok && len == 4) {
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
       ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
     }
-    if (ok) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
+    if (!ok) {
       out += "\xef\xbf\xbd";
       ++i;
+      continue;
     }
+    if (c == 0xef && c1 == 0xbf && static_cast<unsigned char>(s[i + 2]) >= 0xbe) {
+      out += "\xef\xbf\xbd";
+    } else {
+      out.append(s.substr(i, len));
+    }
+    i += len;
   }
   return out;
 }
@@ -1215,10 +1222,9 @@ uint32_t fnv1a(std::string_view s) {
   return h;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
+// Coordinates and percentages with `decimals` decimals, whatever the process locale.
+std::string fmt(int decimals, double v) {
+  return format_fixed(v, decimals);
 }
 
 struct FlameLayout {
@@ -1252,17 +1258,15 @@ void render_frame(std::string& out, const FlameLayout& L, const std::string& nam
   const int b = static_cast<int>(55 * (((h >> 16) & 0xff) / 255.0));
   out += "<g class=\"frame\"><title>";
   out += xml_escape(name);
-  out += " (" + std::to_string(node.value) + " us, " + fmt("%.2f", pct) + "%)</title>";
-  out += "<rect x=\"" + fmt("%.2f", x0) + "\" y=\"" + fmt("%.1f", L.y(level)) + "\" width=\"" +
-         fmt("%.2f", w) + "\" height=\"" + fmt("%.1f", FlameLayout::kFrame - 1) + "\" fill=\"rgb(" +
-         std::to_string(r) + "," + std::to_string(g) + "," + std::to_string(b) +
-         ")\" rx=\"2\" ry=\"2\"/>";
+  out += " (" + std::to_string(node.value) + " us, " + fmt(2, pct) + "%)</title>";
+  out += "<rect x=\"" + fmt(2, x0) + "\" y=\"" + fmt(1, L.y(level)) + "\" width=\"" + fmt(2, w) +
+         "\" height=\"" + fmt(1, FlameLayout::kFrame - 1) + "\" fill=\"rgb(" + std::to_string(r) +
+         "," + std::to_string(g) + "," + std::to_string(b) + ")\" rx=\"2\" ry=\"2\"/>";
   const auto fit = static_cast<std::size_t>((w - 6) / FlameLayout::kCharWidth);
   if (fit >= 3) {
     const std::string label = code_points(name) <= fit ? name : clip(name, fit - 2) + "..";
-    out += "<text x=\"" + fmt("%.2f", x0 + 3) + "\" y=\"" +
-           fmt("%.1f", L.y(level) + FlameLayout::kFrame - 4.5) + "\">" + xml_escape(label) +
-           "</text>";
+    out += "<text x=\"" + fmt(2, x0 + 3) + "\" y=\"" +
+           fmt(1, L.y(level) + FlameLayout::kFrame - 4.5) + "\">" + xml_escape(label) + "</text>";
   }
   out += "</g>\n";
   int64_t child_offset = offset;
@@ -1311,19 +1315,18 @@ std::string flamegraph_svg(const std::string& collapsed, const std::string& titl
   std::string out;
   out += "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n";
   out += "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-         fmt("%.0f", FlameLayout::kWidth) + "\" height=\"" + fmt("%.0f", L.height) +
-         "\" viewBox=\"0 0 " + fmt("%.0f", FlameLayout::kWidth) + " " + fmt("%.0f", L.height) +
-         "\">\n";
+         fmt(0, FlameLayout::kWidth) + "\" height=\"" + fmt(0, L.height) + "\" viewBox=\"0 0 " +
+         fmt(0, FlameLayout::kWidth) + " " + fmt(0, L.height) + "\">\n";
   out +=
       "<style>text{font-family:Verdana,sans-serif;font-size:12px;fill:#000}"
       ".title{font-size:17px;text-anchor:middle}.frame:hover rect{stroke:#000;stroke-width:0.5}"
       "</style>\n";
-  out += "<text class=\"title\" x=\"" + fmt("%.0f", FlameLayout::kWidth / 2) + "\" y=\"24\">" +
+  out += "<text class=\"title\" x=\"" + fmt(0, FlameLayout::kWidth / 2) + "\" y=\"24\">" +
          xml_escape(title) + "</text>\n";
   if (L.total == 0) {
-    out += "<text x=\"" + fmt("%.0f", FlameLayout::kPad) + "\" y=\"44\">No samples</text>\n";
+    out += "<text x=\"" + fmt(0, FlameLayout::kPad) + "\" y=\"44\">No samples</text>\n";
   } else {
-    out += "<text x=\"" + fmt("%.0f", FlameLayout::kPad) + "\" y=\"44\">Total " +
+    out += "<text x=\"" + fmt(0, FlameLayout::kPad) + "\" y=\"44\">Total " +
            std::to_string(L.total) + " us; width is time, stacks grow upwards</text>\n";
     render_frame(out, L, "all", root, 0, 0);
   }

@@ -97,7 +97,8 @@ std::string collapsed_stacks(const Trace& trace, const std::string& metric);
 std::string flamegraph_svg(const std::string& collapsed, const std::string& title);
 
 // Text for XML/HTML content and attribute values: & < > " ' escaped, control characters XML
-// does not allow become '?', and bytes that are not well-formed UTF-8 become U+FFFD.
+// does not allow become '?', and bytes that are not well-formed UTF-8, and U+FFFE/U+FFFF
+// (which XML forbids), become U+FFFD.
 std::string xml_escape(std::string_view s);
 
 }  // namespace ptprof::detail

@@ -148,6 +148,7 @@ std::string Trace::to_json() const {
 }
 
 void Trace::save(const std::string& path, const SaveOptions& options) const {
+  detail::check_metadata(*this);  // before any file exists (the writer checks again)
   detail::write_file_atomically(path, [&](detail::Sink& sink) {
     detail::JsonWriter w(&sink);
     detail::write_chrome_trace(*this, w, path, options);

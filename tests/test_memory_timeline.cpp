@@ -151,6 +151,24 @@ TEST(MemoryTimeline, HtmlIsSelfContainedWithOnePlotPerDevice) {
     EXPECT_EQ(html.find(bad), std::string::npos) << bad;
 }
 
+// The worker name is the page's only text from outside; any bytes keep it well-formed.
+TEST(MemoryTimeline, HtmlIsWellFormedForAnyWorkerName) {
+  ptprof::test::TempDir dir;
+  ptprof::Trace t = sample_trace();
+  std::vector<std::string> pages;
+  for (const std::string name :
+       {std::string("]]><&>\"'"), std::string("nul\0\x01\x1f", 5),
+        std::string("\xef\xbf\xbe\xef\xbf\xbf"), std::string("\xff\xc3\xed\xa0\x80"),
+        std::string("</h1><script>x</script>")}) {
+    t.worker_name = name;
+    const std::string path = dir.path() + "/memory.html";
+    t.export_memory_timeline(path);
+    pages.push_back(read_file(path));
+  }
+  const auto problems = ptprof::test::xml_problems(pages);
+  for (std::size_t i = 0; i < pages.size(); ++i) EXPECT_EQ(problems[i], "") << pages[i];
+}
+
 TEST(MemoryTimeline, PeakMarkerSitsOnTheCurve) {
   ptprof::test::TempDir dir;
   const ptprof::Trace t = sample_trace();

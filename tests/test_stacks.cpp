@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -618,6 +619,80 @@ TEST(FlameGraph, EscapesTextAndClipsLabels) {
   const SvgFrame* tiny = frame_titled(frames, "tiny ");
   ASSERT_TRUE(tiny);
   EXPECT_TRUE(tiny->text.empty());
+}
+
+// Frame names as a symbolizer or a trace read back can give them: every byte value, markup,
+// CDATA ends, characters XML 1.0 forbids even as references (controls, U+FFFE, U+FFFF),
+// invalid UTF-8, and random bytes. Each SVG, with each name drawn wide enough for a label
+// (clipped too), must pass a real XML parser.
+TEST(FlameGraph, WellFormedXmlForAnyFrameName) {
+  std::vector<std::string> names = {"]]>",
+                                    "a]]>b]]",
+                                    "<![CDATA[x]]>",
+                                    "quote\"apos'",
+                                    "<&>",
+                                    "&amp;",
+                                    "&#0;",
+                                    "&#xFFFE;",
+                                    "&bogus",
+                                    "<!--",
+                                    "--",
+                                    "-->",
+                                    "<?xml version=\"1.0\"?>",
+                                    "</svg>",
+                                    "<script>x</script>",
+                                    "x\" onload=\"y",
+                                    std::string("nul\0byte", 8),
+                                    "\x01\x02\x08\x0b\x0c\x0e\x1f\x7f",
+                                    "cr\r\rcr",
+                                    "\xef\xbf\xbe",
+                                    "a\xef\xbf\xbf"
+                                    "b",
+                                    "\xef\xbf\xbd",
+                                    "\xed\xa0\x80\xed\xbf\xbf",
+                                    "\xf4\x90\x80\x80",
+                                    "\xf5\x80\x80\x80",
+                                    "\xc0\xaf\xc1\xbf",
+                                    "\xe0\x80\xaf",
+                                    "\xc3",
+                                    "\xe2\x82",
+                                    "\xff\xfe\xfd",
+                                    "\xc2\x80\xc2\x9f",
+                                    "\xef\xb7\x90",
+                                    "\xf0\x9f\x94\xa5",
+                                    "\xf4\x8f\xbf\xbf",
+                                    "\xc2\xa0nbsp",
+                                    "tab\tand\x85"};
+  for (int c = 1; c < 256; ++c) names.push_back("byte" + std::string(1, static_cast<char>(c)));
+  std::mt19937 rng(15);
+  for (int i = 0; i < 200; ++i) {
+    std::string s(1 + rng() % 24, '\0');
+    for (char& c : s) c = static_cast<char>(rng());
+    names.push_back(s);
+  }
+  std::vector<std::string> svgs;
+  // Through export_stacks' path (collapsed_stacks maps ' ', ';', '\t', '\n' to '_').
+  for (std::size_t i = 0; i < names.size(); i += 16) {
+    ptprof::Trace t;
+    for (std::size_t k = i; k < std::min(names.size(), i + 16); ++k) {
+      t.stacks.push_back({"root", names[k], names[k] + names[k]});
+      t.events.push_back(op(t, names[k], 40000 + static_cast<int64_t>(k),
+                            static_cast<int32_t>(t.stacks.size() - 1)));
+    }
+    svgs.push_back(flamegraph_svg(collapsed_stacks(t, "self_cpu_time_total"), names[i]));
+  }
+  // Straight from collapsed text, one name per graph: wide (a full label) beside a narrow
+  // sibling (a clipped one); the name is also the title.
+  for (const std::string& n : names) {
+    if (n.find_first_of(";\n") != std::string::npos) continue;
+    svgs.push_back(flamegraph_svg("all;" + n + " 90\nall;" + n + n + n + n + " 9\n", n));
+  }
+  const std::vector<std::string> problems = ptprof::test::xml_problems(svgs);
+  ASSERT_EQ(problems.size(), svgs.size());
+  for (std::size_t i = 0; i < svgs.size(); ++i)
+    EXPECT_EQ(problems[i], "") << "SVG " << i << ":\n" << svgs[i].substr(0, 2000);
+  // Escaped, not dropped.
+  EXPECT_NE(flamegraph_svg("a]]>b 5\n", "t").find("a]]&gt;b (5 us"), std::string::npos);
 }
 
 TEST(FlameGraph, ColoursAreDeterministicAndNarrowFramesDropped) {

@@ -129,6 +129,79 @@ TEST(TraceFile, HostileRangeNamesRoundTrip) {
   for (std::size_t i = 0; i < names.size(); ++i) EXPECT_EQ(got[i], names[i]);
 }
 
+// Trace::metadata values are written as they are, so each must be one JSON value; anything
+// else is rejected naming the key, and neither the path nor its directory is touched.
+TEST(TraceFile, MetadataThatIsNotJsonIsRejectedNamingTheKey) {
+  TempDir dir;
+  const std::string path = dir.path() + "/t.json";
+  { std::ofstream(path) << "previous"; }
+  const std::string bad[] = {"",
+                             "  ",
+                             "{",
+                             "[1,]",
+                             "{\"a\" 1}",
+                             "{\"a\": 1,}",
+                             "01",
+                             "1.",
+                             "-",
+                             ".5",
+                             "NaN",
+                             "'single'",
+                             "\"unterminated",
+                             "\"raw\nnewline\"",
+                             "\"bad \xff utf-8\"",
+                             "\"\\x escape\"",
+                             "\"\\u12\"",
+                             "1 2",
+                             "{} x",
+                             "tru",
+                             "nul",
+                             std::string("\"nul\0\"", 6),
+                             std::string(64, '[') + std::string(64, ']')};  // deeper than 64
+  for (const std::string& value : bad) {
+    Trace t;
+    t.metadata["fine"] = "1";
+    t.metadata["my key"] = value;
+    try {
+      t.save(path);
+      ADD_FAILURE() << "metadata accepted: " << value;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("\"my key\""), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(t.to_json(), Error) << value;
+    EXPECT_EQ(raw_file(path), "previous") << value;
+    EXPECT_EQ(dir.files().size(), 1u) << value;
+  }
+  // The trace's own top-level keys cannot be given twice.
+  for (const char* key : {"traceEvents", "displayTimeUnit", "baseTimeNanoseconds", "traceName",
+                          "schemaVersion", "deviceProperties"}) {
+    Trace t;
+    t.metadata[key] = "1";
+    try {
+      t.save(path);
+      ADD_FAILURE() << "metadata key accepted: " << key;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("\"") + key + "\""), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(raw_file(path), "previous");
+
+  // Every kind of JSON value is written as given.
+  Trace t;
+  t.metadata["number"] = "-1.5e-3";
+  t.metadata["string"] = "\"h\\u00e9llo \\\"x\\\" \xe2\x82\xac\"";
+  t.metadata["object"] = " {\"a\": [1, {\"b\": null}, true, false], \"\": {}} ";
+  t.metadata["deep"] = std::string(60, '[') + std::string(60, ']');
+  t.save(path);
+  const auto j = test::read_json_file(path);
+  EXPECT_EQ(j["number"], -1.5e-3);
+  EXPECT_EQ(j["string"], "h\xc3\xa9llo \"x\" \xe2\x82\xac");
+  EXPECT_EQ(j["object"]["a"][1]["b"], nullptr);
+  EXPECT_EQ(j["deep"].dump(), std::string(60, '[') + std::string(60, ']'));
+}
+
 TEST(TraceFile, GzipRoundTrip) {
   TempDir dir;
   const std::string path = profile_to_file(dir.path() + "/t.pt.trace.json.gz");
