@@ -234,8 +234,6 @@ void JsonWriter::flush() {
   }
 }
 
-namespace {
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is invalid.
 std::size_t utf8_sequence(std::string_view s, std::size_t i) {
   const auto c = static_cast<unsigned char>(s[i]);
   std::size_t n;
@@ -265,7 +263,6 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
   }
   return n;
 }
-}  // namespace
 
 void JsonWriter::escape_into(std::string& out, std::string_view s) {
   static const char* kHex = "0123456789abcdef";

@@ -22,6 +22,10 @@ void append_fixed(std::string& out, double v, int decimals);  // "%.*f"
 std::string format_fixed(double v, int decimals);
 std::string format_general(double v, int precision = 6);  // "%.*g"
 
+// Length of the well-formed UTF-8 sequence starting at s[i] (no overlong forms, surrogates or
+// values past U+10FFFF), or 0 where there is none.
+std::size_t utf8_sequence(std::string_view s, std::size_t i);
+
 // "" when `text` is exactly one JSON value (RFC 8259; UTF-8; whitespace around it allowed)
 // with arrays and objects nested at most `max_depth` deep; else what is wrong, and where.
 std::string json_problem(std::string_view text, int max_depth);

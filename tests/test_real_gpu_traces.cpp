@@ -3,8 +3,10 @@
 // same five training steps.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cli/trace_reader.h"
 #include "test_util.h"
@@ -135,6 +137,172 @@ TEST(RealGpuTraces, AllOptionsTraceReadsBack) {
   for (const MemoryEvent& m : t.memory_events)
     cuda_memory += m.device_type == 1 && m.device_index == 0;
   EXPECT_GT(cuda_memory, 0);
+}
+
+// ptprof's own traces of the H200 (exact schema) come back as the very bytes ptprof wrote:
+// read, then written again, they are the file (but for traceName, the path it was written to).
+TEST(RealGpuTraces, PtprofsTracesReadAndWrittenAgainAreTheFile) {
+  for (const char* name :
+       {"ptprof.pt.trace.json.gz", "ptprof_all.pt.trace.json.gz", "fallback.pt.trace.json.gz"}) {
+    const std::string text = detail::read_trace_file(kDir + name);
+    const std::size_t tail = text.rfind("\"traceName\": ");
+    ASSERT_NE(tail, std::string::npos) << name;
+    const std::string expected = text.substr(0, tail) + "\"traceName\": \"\"\n}\n";
+    const std::string again = detail::read_trace(kDir + name).to_json();
+    EXPECT_EQ(again.size(), expected.size()) << name;
+    EXPECT_TRUE(again == expected)
+        << name << ": first difference at byte "
+        << std::mismatch(again.begin(), again.end(), expected.begin(), expected.end()).first -
+               again.begin();
+  }
+}
+
+// Every trace of ../shared/traces (PyTorch's profiler on GPU machines, see its README): each
+// one reads, with the events of each kind, the launch flows and the earliest time an
+// independent JSON parser (Python's) finds in it.
+TEST(RealGpuTraces, EveryTraceOfPyTorchsProfilerInSharedReads) {
+  struct Expected {
+    std::map<std::string, int> kinds;
+    int flow_starts, flow_ends;
+    int64_t earliest_ns;  // exact: baseTimeNanoseconds + ts, or absolute µs * 1000
+  };
+  const std::map<std::string, Expected> expected = {
+      {"amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+       {{{"cpu_op", 70},
+         {"user_annotation", 3},
+         {"cuda_runtime", 21},
+         {"gpu_memcpy", 2},
+         {"kernel", 14},
+         {"gpu_user_annotation", 2}},
+        16,
+        21,
+        1739836029603187439}},
+      {"cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+       {{{"user_annotation", 11}, {"cpu_op", 4}}, 0, 0, 1721065959529876817}},
+      {"critical_path/cuda_event_sync/event_sync_trace.json.gz",
+       {{{"user_annotation", 1},
+         {"cpu_op", 10},
+         {"kernel", 4},
+         {"cuda_runtime", 12},
+         {"gpu_memcpy", 1},
+         {"cuda_sync", 4}},
+        7,
+        14,
+        1707417525509335000}},
+      {"critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz",
+       {{{"cpu_op", 6}, {"cuda_runtime", 39}, {"cuda_sync", 5}, {"gpu_memset", 3}, {"kernel", 3}},
+        8,
+        42,
+        1712867402348256000}},
+      {"critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz",
+       {{{"user_annotation", 8},
+         {"cpu_op", 359},
+         {"cuda_runtime", 331},
+         {"gpu_memcpy", 16},
+         {"cuda_sync", 41},
+         {"kernel", 79},
+         {"gpu_memset", 3}},
+        155,
+        315,
+        1694039968955744000}},
+      {"nccl_parser_config/nccl_data.json.gz",
+       {{{"cpu_op", 14346},
+         {"user_annotation", 42},
+         {"cuda_runtime", 8740},
+         {"kernel", 2700},
+         {"gpu_memset", 114},
+         {"gpu_memcpy", 960},
+         {"gpu_user_annotation", 30}},
+        3862,
+        8652,
+        1716423322416788066}},
+      {"negative_queue_length_values_check/rank0.json.gz",
+       {{{"user_annotation", 360},
+         {"cpu_op", 25185},
+         {"kernel", 6080},
+         {"cuda_runtime", 33924},
+         {"gpu_memcpy", 1390},
+         {"gpu_memset", 277}},
+        6600,
+        35071,
+        1683564901548726000}},
+      {"ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+       {{{"cpu_op", 23910},
+         {"user_annotation", 70},
+         {"kernel", 4350},
+         {"cuda_runtime", 15329},
+         {"gpu_memcpy", 1600},
+         {"gpu_memset", 145},
+         {"gpu_user_annotation", 15}},
+        6401,
+        15023,
+        1712195495502094565}},
+      {"rank_unavailable/rank_not_found.json.gz",
+       {{{"cpu_op", 2424}, {"user_annotation", 43}}, 0, 0, 1661203462598738000}},
+      {"trace_filter/sampled_rank-0.json.gz",
+       {{{"cpu_op", 2329},
+         {"user_annotation", 73},
+         {"kernel", 1154},
+         {"cuda_runtime", 1204},
+         {"gpu_memcpy", 40},
+         {"gpu_memset", 10}},
+        0,
+        0,
+        1682725898079292000}},
+      {"trace_filter/sampled_rank-1.json.gz",
+       {{{"user_annotation", 65},
+         {"cpu_op", 2302},
+         {"kernel", 1104},
+         {"cuda_runtime", 1154},
+         {"gpu_memcpy", 40},
+         {"gpu_memset", 10}},
+        0,
+        0,
+        1682725898079484000}},
+      {"triton_example/triton_example.json.gz",
+       {{{"user_annotation", 1},
+         {"cpu_op", 3},
+         {"kernel", 1},
+         {"cuda_driver", 1},
+         {"cuda_runtime", 1}},
+        2,
+        1,
+        1730156791096090100}},
+  };
+  const std::string dir = std::string(PTPROF_SOURCE_DIR) + "/../shared/traces/hta/";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no " << dir << " beside the clone";
+  int read = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string path = entry.path().string();
+    if (!entry.is_regular_file() ||
+        (path.size() < 3 ||
+         (path.compare(path.size() - 3, 3, ".gz") && path.compare(path.size() - 5, 5, ".json"))))
+      continue;
+    const std::string name = path.substr(dir.size());
+    ++read;
+    Trace t;
+    ASSERT_NO_THROW(t = detail::read_trace(path)) << name;
+    auto it = expected.find(name);
+    if (it == expected.end()) {
+      ADD_FAILURE() << "a trace this test does not know yet: " << name;
+      continue;
+    }
+    EXPECT_EQ(count_kinds(t), it->second.kinds) << name;
+    int starts = 0, ends = 0;
+    int64_t earliest = std::numeric_limits<int64_t>::max();
+    for (const Event& e : t.events) {
+      starts += e.flow_start;
+      ends += e.flow_end;
+      earliest = std::min(earliest, e.start_ns);
+    }
+    EXPECT_EQ(starts, it->second.flow_starts) << name;
+    EXPECT_EQ(ends, it->second.flow_ends) << name;
+    EXPECT_EQ(earliest, it->second.earliest_ns) << name;
+    // Written by ptprof and read again: the same events.
+    const Trace again = detail::parse_trace(t.to_json(), name + " written back");
+    EXPECT_EQ(count_kinds(again), it->second.kinds) << name;
+  }
+  EXPECT_EQ(read, static_cast<int>(expected.size()));
 }
 
 }  // namespace

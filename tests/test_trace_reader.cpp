@@ -1,7 +1,22 @@
 // The `ptprof` command's trace reader: reads ptprof's own traces back exactly, and rejects
 // malformed input with an error naming what is wrong.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "cli/byte_source.h"
 #include "cli/trace_reader.h"
 #include "test_util.h"
 
@@ -117,6 +132,875 @@ TEST(TraceReader, ATraceSpanningTheWholeInt64RangeRoundTrips) {
   }
   EXPECT_EQ(back.window_start_ns, t.window_start_ns);
   EXPECT_EQ(back.window_end_ns, t.window_end_ns);
+}
+
+// ---- helpers for the tests below ---------------------------------------------------------------
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string error_of_text(const std::string& text) {
+  return error_of([&] { detail::parse_trace(text, "input"); });
+}
+
+// What ptprof's reader says about a bad part at `offset` of `what`.
+std::string message(const std::string& what, std::size_t offset, const std::string& text) {
+  return "ptprof: " + what + ": byte " + std::to_string(offset) +
+         " of the uncompressed JSON: " + text;
+}
+
+// One gzip member holding `text`.
+std::string gzip(std::string_view text, int level = 6) {
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&zs, text.size()), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(f.good()) << path;
+}
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Everything the trace file says about one input, as text for readable failures. An input
+// of kind Other is written as None's (no type, no dims): the file cannot tell them apart.
+std::string describe(const OpInput& in) {
+  using Kind = OpInput::Kind;
+  const Kind kind = in.kind == Kind::Other ? Kind::None : in.kind;
+  std::string s = "kind=" + std::to_string(static_cast<int>(kind)) + " dtype=" + in.dtype +
+                  " sizes=" + join(in.sizes) + " strides=" + join(in.strides) + " lists=";
+  for (const auto& l : in.list_sizes) s += join(l);
+  char scalar[40];
+  std::snprintf(scalar, sizeof(scalar), "%.17g", in.scalar);
+  return s + " concrete=" + in.concrete + " scalar=" + scalar;
+}
+
+// Everything the trace file carries of one event (the writer writes each kind's own args),
+// and what the reader derives from it (nesting, self time).
+std::string describe(const Trace& t, const Event& e) {
+  std::ostringstream o;
+  o << category(e.kind) << " " << e.name << " start=" << e.start_ns << " dur=" << e.duration_ns
+    << " pid=" << e.pid << " tid=" << e.tid << " flow=" << e.flow_start << e.flow_end;
+  const bool cpu = e.kind == EventKind::CpuOp || e.kind == EventKind::UserAnnotation;
+  if (e.kind != EventKind::Overhead) o << " ext=" << e.external_id;
+  if (cpu) {
+    o << " rfid=" << e.record_function_id << " seq=" << e.sequence_nr
+      << " fwd=" << (e.sequence_nr >= 0 ? e.fwd_thread_id : 0) << " finished=" << e.finished
+      << " flops=" << e.flops << " parent=" << e.parent << " depth=" << e.depth
+      << " self=" << e.self_ns;
+    o << " inputs=";
+    if (e.inputs >= 0)
+      for (const OpInput& in : t.op_inputs.at(e.inputs)) o << "{" << describe(in) << "}";
+    o << " stack=";
+    if (e.stack >= 0)
+      for (const std::string& f : t.stacks.at(e.stack)) o << f << "|";
+  }
+  switch (e.kind) {
+    case EventKind::Kernel: {
+      const KernelInfo& k = e.kernel;
+      o << " corr=" << e.correlation << " device=" << e.device << " stream=" << e.stream
+        << " grid=" << k.grid[0] << "," << k.grid[1] << "," << k.grid[2] << " block=" << k.block[0]
+        << "," << k.block[1] << "," << k.block[2] << " regs=" << k.registers_per_thread
+        << " smem=" << k.shared_memory << " ctx=" << k.context << " queued=" << k.queued
+        << " bpsm=" << k.blocks_per_sm << " wpsm=" << k.warps_per_sm << " occ=" << k.occupancy_pct;
+      break;
+    }
+    case EventKind::Memcpy:
+    case EventKind::Memset:
+      o << " corr=" << e.correlation << " device=" << e.device << " stream=" << e.stream
+        << " bytes=" << e.transfer.bytes << " ctx=" << e.transfer.context
+        << " kinds=" << int{e.transfer.copy_kind} << "," << int{e.transfer.src_kind} << ","
+        << int{e.transfer.dst_kind};
+      break;
+    case EventKind::CudaRuntime:
+    case EventKind::CudaDriver:
+      o << " cbid=" << e.cbid << " corr=" << e.correlation;
+      break;
+    case EventKind::CudaSync:
+      o << " corr=" << e.correlation << " device=" << e.device << " stream=" << e.stream;
+      break;
+    default:
+      break;
+  }
+  return o.str();
+}
+
+// The reader's trace equals `original` in everything the file carries.
+void expect_same_trace(const Trace& original, const Trace& back) {
+  ASSERT_EQ(back.events.size(), original.events.size());
+  for (std::size_t i = 0; i < original.events.size(); ++i)
+    EXPECT_EQ(describe(back, back.events[i]), describe(original, original.events[i])) << i;
+  ASSERT_EQ(back.memory_events.size(), original.memory_events.size());
+  for (std::size_t i = 0; i < original.memory_events.size(); ++i) {
+    const MemoryEvent& a = original.memory_events[i];
+    const MemoryEvent& b = back.memory_events[i];
+    EXPECT_EQ(std::make_tuple(b.time_ns, b.pid, b.tid, b.address, b.bytes, b.total_allocated,
+                              b.total_reserved, b.device_type, b.device_index, b.op),
+              std::make_tuple(a.time_ns, a.pid, a.tid, a.address, a.bytes, a.total_allocated,
+                              a.total_reserved, a.device_type, a.device_index, a.op))
+        << i;
+  }
+  ASSERT_EQ(back.threads.size(), original.threads.size());
+  for (std::size_t i = 0; i < original.threads.size(); ++i) {
+    EXPECT_EQ(back.threads[i].tid, original.threads[i].tid);
+    // A thread without a name is labelled with the process's.
+    EXPECT_EQ(back.threads[i].name,
+              original.threads[i].name.empty() ? original.process_name : original.threads[i].name);
+  }
+  ASSERT_EQ(back.devices.size(), original.devices.size());
+  for (std::size_t i = 0; i < original.devices.size(); ++i) {
+    const DeviceProperties& a = original.devices[i];
+    const DeviceProperties& b = back.devices[i];
+    EXPECT_EQ(
+        std::make_tuple(b.id, b.name, b.total_global_mem, b.compute_major, b.compute_minor,
+                        b.max_threads_per_block, b.max_threads_per_multiprocessor, b.regs_per_block,
+                        b.warp_size, b.shared_mem_per_block, b.num_sms, b.regs_per_multiprocessor,
+                        b.shared_mem_per_block_optin, b.shared_mem_per_multiprocessor),
+        std::make_tuple(a.id, a.name, a.total_global_mem, a.compute_major, a.compute_minor,
+                        a.max_threads_per_block, a.max_threads_per_multiprocessor, a.regs_per_block,
+                        a.warp_size, a.shared_mem_per_block, a.num_sms, a.regs_per_multiprocessor,
+                        a.shared_mem_per_block_optin, a.shared_mem_per_multiprocessor));
+  }
+  EXPECT_EQ(back.pid, original.pid);
+  EXPECT_EQ(back.process_name, original.process_name);
+  EXPECT_EQ(back.window_start_ns, original.window_start_ns);
+  EXPECT_EQ(back.window_end_ns, original.window_end_ns);
+  EXPECT_EQ(back.window_index, original.window_index);
+  EXPECT_EQ(back.steps, original.steps);
+  EXPECT_EQ(back.dropped_events, original.dropped_events);
+  EXPECT_EQ(back.dropped_by_kind, original.dropped_by_kind);
+  EXPECT_EQ(back.metadata, original.metadata);
+  EXPECT_EQ(back.gpu_unavailable_reason, original.gpu_unavailable_reason);
+}
+
+// A window recorded with every option on (two steps, a user range, forward and backward on
+// two threads), then a GPU part as the CUPTI backend would add it (no GPU here), with every
+// kind and field the writer has.
+Trace every_option_trace() {
+  Options o;
+  o.record_shapes = true;
+  o.profile_memory = true;
+  o.with_stack = true;
+  o.with_flops = true;
+  o.schedule = Schedule{0, 0, 2, 1};
+  std::shared_ptr<Trace> out;
+  o.on_trace_ready = {callback_handler([&](const Trace& t) { out = std::make_shared<Trace>(t); })};
+  test::Mlp model;
+  {
+    ProfileSession s(o);
+    for (int i = 0; i < 2; ++i) {
+      {
+        PTPROF_RANGE("train");
+        test::train_step(model);
+        auto x = torch::ones({4, 4});
+        torch::cat({x, x}, 1).add_(1.5).mul(torch::tensor(2));  // TensorList, Scalar inputs
+        torch::sum(x, {0}, false);                              // a ScalarList input
+      }
+      s.step();
+    }
+  }
+  EXPECT_TRUE(out);
+  Trace t = *out;
+  EXPECT_FALSE(t.stacks.empty());
+  EXPECT_FALSE(t.op_inputs.empty());
+  EXPECT_FALSE(t.memory_events.empty());
+  EXPECT_EQ(t.steps, (std::vector<int64_t>{0, 1}));
+
+  const Event* op = nullptr;
+  const Event* range = nullptr;
+  for (const Event& e : t.events) {
+    if (!op && e.kind == EventKind::CpuOp && e.external_id != 0) op = &e;
+    if (!range && e.kind == EventKind::UserAnnotation && e.name == "train") range = &e;
+  }
+  EXPECT_TRUE(op && range);
+  const Event cpu = *op;
+  const uint64_t range_id = range->external_id;
+
+  DeviceProperties d;
+  d.id = 0;
+  d.name = "NVIDIA H200";
+  d.total_global_mem = 150109880320;
+  d.compute_major = 9;
+  d.max_threads_per_block = 1024;
+  d.max_threads_per_multiprocessor = 2048;
+  d.regs_per_block = 65536;
+  d.warp_size = 32;
+  d.shared_mem_per_block = 49152;
+  d.num_sms = 132;
+  d.regs_per_multiprocessor = 65536;
+  d.shared_mem_per_block_optin = 232448;
+  d.shared_mem_per_multiprocessor = 233472;
+  t.devices.push_back(d);
+  t.metadata["cupti_version"] = "130001";
+  t.metadata["cuda_runtime_version"] = "13000";
+  t.metadata["distributedInfo"] =
+      R"({"backend": "nccl", "rank": 0, "world_size": 2, "pg_config": [{"ranks": [0, 1]}]})";
+  t.metadata["ptprof_dropped_events"] = R"({"cpu_op": 3, "memory": 1})";
+  t.dropped_events = 4;
+  t.dropped_by_kind = {{"cpu_op", 3}, {"memory", 1}};
+  t.metadata["ptprof_gpu_unavailable"] = R"("no \"GPU\"\n here")";
+  t.gpu_unavailable_reason = "no \"GPU\"\n here";
+
+  auto add = [&](EventKind kind, const char* name, int64_t at, int64_t dur) -> Event& {
+    Event e;
+    e.kind = kind;
+    e.name = t.intern(name);
+    e.start_ns = cpu.start_ns + at;
+    e.duration_ns = dur;
+    t.events.push_back(e);
+    return t.events.back();
+  };
+  auto launch = [&](EventKind kind, const char* name, int64_t at, uint64_t corr, int32_t cbid) {
+    Event& e = add(kind, name, at, 1789);
+    e.pid = cpu.pid;
+    e.tid = cpu.tid;
+    e.external_id = cpu.external_id;
+    e.correlation = corr;
+    e.cbid = cbid;
+    e.flow_start = true;
+  };
+  auto on_gpu = [&](EventKind kind, const char* name, int64_t at, uint64_t corr) -> Event& {
+    Event& e = add(kind, name, at, 3333);
+    e.pid = 0;
+    e.tid = 7;
+    e.device = 0;
+    e.stream = 7;
+    e.external_id = cpu.external_id;
+    e.correlation = corr;
+    e.flow_end = true;
+    return e;
+  };
+  launch(EventKind::CudaRuntime, "cudaLaunchKernel", 11, 900001, 211);
+  Event& k = on_gpu(EventKind::Kernel, "void gemm<float, 128>(int, float const*)", 7001, 900001);
+  k.kernel = KernelInfo{{1, 512, 1}, {128, 1, 1}, 166, 16896, 1, 12, 3.8787879f, 15.515152f, 19};
+  launch(EventKind::CudaDriver, "cuLaunchKernel", 20011, 900002, 307);
+  on_gpu(EventKind::Kernel, "triton_poi_fused_add_0", 27001, 900002).kernel.block[0] = 64;
+  launch(EventKind::CudaRuntime, "cudaMemcpyAsync", 40011, 900003, 41);
+  Event& copy = on_gpu(EventKind::Memcpy, "Memcpy HtoD (Pageable -> Device)", 47001, 900003);
+  copy.transfer = TransferInfo{4096, 1, 1, 1, 3};
+  launch(EventKind::CudaRuntime, "cudaMemsetAsync", 60011, 900004, 51);
+  Event& set = on_gpu(EventKind::Memset, "Memset (Device)", 67001, 900004);
+  set.transfer = TransferInfo{512, 1, 0, 0, 3};
+  set.duration_ns = 0;  // the bandwidth is "N/A"
+  Event& sync = on_gpu(EventKind::CudaSync, "Stream Sync", 80001, 900005);
+  sync.flow_end = false;
+  sync.external_id = 0;
+  Event& span = on_gpu(EventKind::GpuUserAnnotation, "train", 6999, 0);
+  span.external_id = range_id;
+  span.device = -1;  // not in the file: a span has pid/tid only
+  span.stream = -1;
+  span.flow_end = false;
+  Event& overhead = add(EventKind::Overhead, "Buffer Flush", 90001, 2500);
+  overhead.pid = -1;
+  overhead.tid = 0;
+  Event& unfinished = add(EventKind::CpuOp, "aten::still_running", 95001, 1000);
+  unfinished.pid = cpu.pid;
+  unfinished.tid = cpu.tid + 1000000;  // a thread of its own, outside the recorded nesting
+  unfinished.finished = false;
+  unfinished.external_id = 123456789;
+  unfinished.record_function_id = 987654321;
+  unfinished.sequence_nr = 42;
+  unfinished.fwd_thread_id = 3;
+  unfinished.flops = uint64_t{1} << 40;
+  t.rebuild_tree();
+  t.attribute_memory();
+  return t;
+}
+
+// ---- round trips -------------------------------------------------------------------------------
+
+TEST(TraceReader, EveryOptionRoundTripsByteIdenticalAndFieldByField) {
+  const Trace original = every_option_trace();
+  const std::string json = original.to_json();
+  const Trace back = detail::parse_trace(json, "round trip");
+  expect_same_trace(original, back);
+  // Written again: the same bytes.
+  const std::string again = back.to_json();
+  EXPECT_EQ(again.size(), json.size());
+  EXPECT_TRUE(again == json)
+      << "first difference at byte "
+      << std::mismatch(again.begin(), again.end(), json.begin(), json.end()).first - again.begin();
+  // Each kind of input and detail is there to be compared.
+  std::set<OpInput::Kind> kinds;
+  for (const auto& list : back.op_inputs)
+    for (const OpInput& in : list) kinds.insert(in.kind);
+  using Kind = OpInput::Kind;
+  for (Kind k : {Kind::None, Kind::Tensor, Kind::TensorList, Kind::Scalar, Kind::ScalarList})
+    EXPECT_TRUE(kinds.count(k)) << static_cast<int>(k);
+  int flops = 0, flows = 0;
+  for (const Event& e : back.events) {
+    flops += e.flops > 0;
+    flows += e.flow_start + e.flow_end;
+  }
+  EXPECT_GT(flops, 0);
+  EXPECT_EQ(flows, 8);
+}
+
+TEST(TraceReader, FilesReadAsTheCommandReadsThem) {
+  // Through files, plain and gzip'ed, as `ptprof` reads them: the same trace as from memory.
+  const Trace original = every_option_trace();
+  test::TempDir dir;
+  const std::string json = original.to_json();
+  for (const char* name : {"/t.json", "/t.json.gz", "/gzip_without_gz_suffix.json"}) {
+    const std::string path = dir.path() + name;
+    if (std::string(name).find("suffix") != std::string::npos) {
+      write_file(path, gzip(json));
+    } else {
+      original.save(path);
+    }
+    const Trace back = detail::read_trace(path);
+    expect_same_trace(original, back);
+    EXPECT_TRUE(back.to_json() == json) << path;
+  }
+}
+
+TEST(TraceReader, ConcatenatedGzipMembersAreOneStream) {
+  // `cat a.gz b.gz` (what zcat and TensorBoard read), with members cut anywhere, even inside a
+  // token, and an empty member.
+  const Trace original = every_option_trace();
+  const std::string json = original.to_json();
+  test::TempDir dir;
+  const std::string path = dir.path() + "/members.json.gz";
+  const std::size_t cut1 = json.find("\"ts\": ") + 8;  // inside a number
+  const std::size_t cut2 = json.size() / 2;
+  write_file(path, gzip(json.substr(0, cut1)) + gzip("") + gzip(json.substr(cut1, cut2 - cut1)) +
+                       gzip(json.substr(cut2), 1));
+  EXPECT_EQ(detail::read_trace_file(path), json);
+  const Trace back = detail::read_trace(path);
+  expect_same_trace(original, back);
+}
+
+// ---- errors ------------------------------------------------------------------------------------
+
+TEST(TraceReader, ErrorsNameTheFileTheByteAndWhatIsWrong) {
+  auto at = [](const std::string& text, const std::string& mark) { return text.find(mark); };
+  std::string t =
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": -5}]})";
+  EXPECT_EQ(error_of_text(t),
+            message("input", at(t, "-5"), R"(traceEvents[0]: "dur" is negative)"));
+  t = R"({"traceEvents": [{"ph": "i", "name": "x"}, {"ph": "X", "cat": "cpu_op", "name": "a", "ts": "1", "dur": 1}]})";
+  EXPECT_EQ(error_of_text(t),
+            message("input", at(t, "\"1\""), R"(traceEvents[1]: "ts" is not a number)"));
+  t = R"({"traceEvents": [], "x": tru})";
+  EXPECT_EQ(error_of_text(t), message("input", at(t, "tru"),
+                                      "not valid JSON: expected a value (did you mean true?)"));
+  t = R"({"traceEvents": [], "x": "no end)";
+  EXPECT_EQ(error_of_text(t),
+            message("input", at(t, "\"no"), "not valid JSON: a string is not terminated"));
+  t = R"({"traceEvents": []} x)";
+  EXPECT_EQ(error_of_text(t), message("input", at(t, "x"),
+                                      "not valid JSON: unexpected 'x' after the top-level value"));
+  t = R"({"traceEvents": [1, 2]})";
+  EXPECT_EQ(error_of_text(t), message("input", at(t, "1"), "traceEvents[0] is not an object"));
+  t = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1 "dur": 1}]})";
+  EXPECT_EQ(error_of_text(t),
+            message("input", at(t, "\"dur"),
+                    "not valid JSON: expected ',' or '}' in an object, found '\"'"));
+  t = R"({"traceEvents": [], "traceEvents": []})";
+  EXPECT_EQ(error_of_text(t), message("input", t.rfind("[]"), "\"traceEvents\" appears twice"));
+  t = R"({"baseTimeNanoseconds": 1.5, "traceEvents": []})";
+  EXPECT_EQ(error_of_text(t),
+            message("input", at(t, "1.5"), "\"baseTimeNanoseconds\" is not an int64 integer"));
+  t = R"({"traceEvents": [], "deep": )" + std::string(2000, '[');
+  EXPECT_EQ(error_of_text(t), message("input", at(t, "[[") + 1024,
+                                      "not valid JSON: arrays and objects are nested deeper than "
+                                      "1024"));
+  t = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": )" +
+      std::string(1100, '1');
+  EXPECT_NE(error_of_text(t).find("longer than 1024 characters"), std::string::npos);
+  EXPECT_EQ(error_of_text(""), message("input", 0, "not valid JSON: the input is empty"));
+  EXPECT_EQ(error_of_text("\xef\xbb\xbf{}"),
+            message("input", 0, "the top level is not a JSON object"));
+}
+
+TEST(TraceReader, FileErrorsNameTheFileAndTheOffsetInTheUncompressedText) {
+  test::TempDir dir;
+  const std::string text =
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 2}]})";
+  const std::string gz = gzip(text);
+  auto read_error = [&](const std::string& name, const std::string& bytes) {
+    const std::string path = dir.path() + "/" + name;
+    write_file(path, bytes);
+    return error_of([&] { detail::read_trace(path); });
+  };
+  // Truncated: the message says how far the text got, and where the compressed data ended.
+  std::string e = read_error("truncated.json.gz", gz.substr(0, gz.size() - 9));
+  EXPECT_NE(e.find("truncated.json.gz: byte "), std::string::npos) << e;
+  EXPECT_NE(e.find("of the uncompressed JSON: the gzip data is truncated (compressed byte "),
+            std::string::npos)
+      << e;
+  std::string corrupt = gz;
+  corrupt[gz.size() / 2] ^= 0x55;
+  corrupt[gz.size() / 2 + 1] ^= 0x55;
+  e = read_error("corrupt.json.gz", corrupt);
+  EXPECT_NE(e.find("the gzip data is corrupt"), std::string::npos) << e;
+  e = read_error("trailing.json.gz", gz + "garbage");
+  EXPECT_EQ(e, message(dir.path() + "/trailing.json.gz", text.size(),
+                       "the bytes after a complete gzip member are not another gzip member "
+                       "(compressed byte " +
+                           std::to_string(gz.size()) + ")"));
+  // The JSON's own errors count uncompressed bytes, gzip'ed or not.
+  const std::string bad = text.substr(0, text.size() - 4) + "-2}]}";
+  const std::string expected = "traceEvents[0]: \"dur\" is negative";
+  EXPECT_EQ(read_error("bad.json.gz", gzip(bad)),
+            message(dir.path() + "/bad.json.gz", bad.find("-2"), expected));
+  EXPECT_EQ(read_error("bad.json", bad),
+            message(dir.path() + "/bad.json", bad.find("-2"), expected));
+  e = error_of([&] { detail::read_trace(dir.path() + "/missing.json"); });
+  EXPECT_EQ(e, "ptprof: cannot open " + dir.path() + "/missing.json: No such file or directory");
+}
+
+// More than 4 GiB of JSON (zlib counts in 32 bits): read to the end, and an error past 4 GiB
+// names its exact offset. The file is ~4 MB: many gzip members of 64 MiB of whitespace.
+TEST(TraceReader, MoreThanFourGiBIsReadToTheEndWithExactOffsets) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/huge.json.gz";
+  const std::string head = R"({"baseTimeNanoseconds": 1000, "traceEvents": [)";
+  const std::string spaces(std::size_t{64} << 20, ' ');
+  const std::string member = gzip(spaces, 9);
+  constexpr int kMembers = 65;  // 4160 MiB
+  const std::string tail =
+      R"({"ph": "X", "cat": "cpu_op", "name": "late", "pid": 1, "tid": 2, "ts": 1.5, "dur": 2},)"
+      R"( {"ph": "X", "cat": "cpu_op", "name": "bad", "ts": 1, "dur": -1}]})";
+  {
+    std::ofstream f(path, std::ios::binary);
+    const std::string h = gzip(head);
+    f.write(h.data(), static_cast<std::streamsize>(h.size()));
+    for (int i = 0; i < kMembers; ++i)
+      f.write(member.data(), static_cast<std::streamsize>(member.size()));
+    const std::string tl = gzip(tail);
+    f.write(tl.data(), static_cast<std::streamsize>(tl.size()));
+  }
+  const uint64_t before_tail = head.size() + uint64_t{kMembers} * spaces.size();
+  ASSERT_GT(before_tail, uint64_t{1} << 32);
+  // traceEvents[1]: so traceEvents[0], past 4 GiB, was read.
+  EXPECT_EQ(error_of([&] { detail::read_trace(path); }),
+            message(path, before_tail + tail.find("-1"), "traceEvents[1]: \"dur\" is negative"));
+}
+
+// ---- layouts of other writers ------------------------------------------------------------------
+
+TEST(TraceReader, PyTorch18LayoutWithLegacyCategoriesAndAbsoluteMicroseconds) {
+  // As Kineto wrote traces for PyTorch 1.8 (libkineto/src/output_json.cpp, March 2021): no
+  // baseTimeNanoseconds, integer µs since the epoch, capitalized categories, tids as strings,
+  // "external id", "Input dims", "async"/"launch" flows, a bare N/A, GPU spans as "User".
+  const std::string text = R"JSON(
+{
+  "schemaVersion": 1,
+  "traceEvents": [
+  {
+    "name": "process_name", "ph": "M", "ts": 1616000000000000, "pid": 4093, "tid": 0,
+    "args": {
+      "name": "python"
+    }
+  },
+  {
+    "name": "process_labels", "ph": "M", "ts": 1616000000000000, "pid": 4093, "tid": 0,
+    "args": {
+      "labels": "CPU"
+    }
+  },
+  {
+    "name": "thread_name", "ph": "M", "ts": 1616000000000000, "pid": 4093, "tid": "4094",
+    "args": {
+      "name": "thread 4094 (python)"
+    }
+  },
+  {
+    "ph": "X", "cat": "Operator", "name": "ProfilerStep#3", "pid": 4093, "tid": "4094",
+    "ts": 1616000000000050, "dur": 500,
+    "args": {
+       "Input dims": [], "Input type": [], "Input names": [],
+       "Output dims": [], "Output type": [], "Output names": [],
+       "Device": 0, "External id": 2, "Extra arguments": {},
+       "Call stack": "",
+       "Trace name": "PyTorch Profiler", "Trace iteration": 0
+    }
+  },
+  {
+    "ph": "X", "cat": "Operator", "name": "aten::addmm", "pid": 4093, "tid": "4094",
+    "ts": 1616000000000100, "dur": 50,
+    "args": {
+       "Input dims": [[32], [8, 16], [16, 32], [], []], "Input type": ["float", "float", "float", "Scalar", "Scalar"],
+       "Input names": ["", "", "", "", ""],
+       "Output dims": [], "Output type": [], "Output names": [],
+       "Device": 0, "External id": 3, "Extra arguments": {},
+       "Call stack": "train.py(12): step;module.py(889): _call_impl",
+       "Trace name": "PyTorch Profiler", "Trace iteration": 0
+    }
+  },
+  {
+    "ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 4093, "tid": "4094",
+    "ts": 1616000000000120, "dur": 10,
+    "args": {
+      "cbid": 211, "correlation": 1025,
+      "external id": 3, "external ts": 1616000000000100
+    }
+  },
+  {
+    "ph": "s", "id": 1025, "pid": 4093, "tid": 4094, "ts": 1616000000000120,
+    "cat": "async", "name": "launch"
+  },
+  {
+    "ph": "X", "cat": "Kernel", "name": "volta_sgemm_32x128_nn", "pid": 0, "tid": "stream 7",
+    "ts": 1616000000000140, "dur": 4,
+    "args": {
+      "queued": 0, "device": 0, "context": 1,
+      "stream": 7, "correlation": 1025, "external id": 3,
+      "registers per thread": 57,
+      "shared memory": 16384,
+      "warps per SM": 0.5,
+      "grid": [1, 4, 1],
+      "block": [256, 1, 1]
+    }
+  },
+  {
+    "ph": "f", "id": 1025, "pid": 0, "tid": "stream 7", "ts": 1616000000000140,
+    "cat": "async", "name": "launch", "bp": "e"
+  },
+  {
+    "ph": "X", "cat": "Memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "pid": 0, "tid": "stream 7",
+    "ts": 1616000000000160, "dur": 0,
+    "args": {
+      "device": 0, "context": 1,
+      "stream": 7, "correlation": 1030, "external id": 3,
+      "bytes": 256, "memory bandwidth (GB/s)": N/A
+    }
+  },
+  {
+    "ph": "X", "cat": "Memset", "name": "Memset (Device)", "pid": 0, "tid": "stream 7",
+    "ts": 1616000000000170, "dur": 1,
+    "args": {
+      "device": 0, "context": 1,
+      "stream": 7, "correlation": 1031, "external id": 3,
+      "bytes": 64, "memory bandwidth (GB/s)": 0.064
+    }
+  },
+  {
+    "ph": "X", "cat": "User", "name": "ProfilerStep#3",
+    "pid": 0, "tid": "stream 7 user",
+    "ts": 1616000000000139, "dur": 40,
+    "args": {
+      "External id": 2
+    }
+  },
+  {
+    "ph": "X", "cat": "Python", "name": "train.py(12): step", "pid": 4093, "tid": "4094",
+    "ts": 1616000000000060, "dur": 400
+  },
+  {
+    "ph": "X", "cat": "Trace", "ts": 1616000000000000, "dur": 1000,
+    "pid": "Traces", "tid": "PyTorch Profiler",
+    "name": "PyTorch Profiler (0)",
+    "args": {
+      "Op count": 1
+    }
+  },
+  {
+    "name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g",
+    "pid": "Traces", "tid": "Trace PyTorch Profiler", "ts": 1616000000000000
+  },
+  {
+    "name": "Record Window End", "ph": "i", "s": "g",
+    "pid": "", "tid": "", "ts": 1616000000001000
+  }
+]})JSON";
+  const Trace t = detail::parse_trace(text, "pytorch-1.8");
+  ASSERT_EQ(t.events.size(), 7u);  // the Python event has no place in the model
+  const int64_t us = 1000;
+  const int64_t t0 = int64_t{1616000000000000} * us;
+  EXPECT_EQ(t.window_start_ns, t0);
+  EXPECT_EQ(t.window_end_ns, t0 + 1000 * us);
+  EXPECT_EQ(t.pid, 4093);
+  EXPECT_EQ(t.process_name, "python");
+  ASSERT_EQ(t.threads.size(), 1u);
+  EXPECT_EQ(t.threads[0].tid, 4094);
+  EXPECT_EQ(t.threads[0].name, "python");
+  EXPECT_EQ(t.steps, (std::vector<int64_t>{3}));
+
+  const Event& step = t.events[0];
+  EXPECT_EQ(step.kind, EventKind::UserAnnotation);  // old traces' steps were "Operator"
+  const Event& op = t.events[1];
+  EXPECT_EQ(op.kind, EventKind::CpuOp);
+  EXPECT_EQ(op.start_ns, t0 + 100 * us);
+  EXPECT_EQ(op.duration_ns, 50 * us);
+  EXPECT_EQ(op.tid, 4094);
+  EXPECT_EQ(op.external_id, 3u);
+  EXPECT_EQ(op.parent, 0);
+  ASSERT_GE(op.inputs, 0);
+  const auto& in = t.op_inputs[op.inputs];
+  ASSERT_EQ(in.size(), 5u);
+  EXPECT_EQ(in[1].kind, OpInput::Kind::Tensor);
+  EXPECT_EQ(in[1].sizes, (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(in[3].kind, OpInput::Kind::Scalar);
+  ASSERT_GE(op.stack, 0);
+  EXPECT_EQ(t.stacks[op.stack],
+            (std::vector<std::string>{"train.py(12): step", "module.py(889): _call_impl"}));
+
+  const Event& launch = t.events[2];
+  EXPECT_EQ(launch.kind, EventKind::CudaRuntime);
+  EXPECT_EQ(launch.external_id, 3u);
+  EXPECT_EQ(launch.correlation, 1025u);
+  EXPECT_EQ(launch.cbid, 211);
+  EXPECT_TRUE(launch.flow_start);
+  const Event& kernel = t.events[3];
+  EXPECT_EQ(kernel.kind, EventKind::Kernel);
+  EXPECT_EQ(kernel.tid, 7);
+  EXPECT_EQ(kernel.stream, 7);
+  EXPECT_EQ(kernel.external_id, 3u);
+  EXPECT_TRUE(kernel.flow_end);
+  EXPECT_EQ(kernel.kernel.grid[1], 4);
+  EXPECT_EQ(kernel.kernel.block[0], 256);
+  EXPECT_EQ(kernel.kernel.registers_per_thread, 57);
+  EXPECT_EQ(kernel.kernel.warps_per_sm, 0.5f);
+  const Event& copy = t.events[4];
+  EXPECT_EQ(copy.kind, EventKind::Memcpy);
+  EXPECT_EQ(copy.transfer.bytes, 256u);
+  EXPECT_EQ(copy.transfer.copy_kind, 2);  // DtoH
+  EXPECT_EQ(copy.transfer.src_kind, 3);   // Device
+  EXPECT_EQ(copy.transfer.dst_kind, 2);   // Pinned
+  EXPECT_EQ(t.events[5].kind, EventKind::Memset);
+  EXPECT_EQ(t.events[5].transfer.dst_kind, 3);
+  EXPECT_EQ(t.events[6].kind, EventKind::GpuUserAnnotation);
+  EXPECT_EQ(t.events[6].tid, 7);
+
+  // What the command prints of it: the op's GPU time through External id.
+  const KeyAverage* addmm = t.key_averages().find("aten::addmm");
+  ASSERT_NE(addmm, nullptr);
+  EXPECT_EQ(addmm->self_device_time_total_ns, 5 * us);
+}
+
+TEST(TraceReader, KinetoLayoutsOfLaterYears) {
+  // 2021-2022: "gpu_user_Annotation", flows "async_cpu_to_gpu"; 2024-05 to 2025-03:
+  // baseTimeNanoseconds after traceEvents; late 2025: a "cuda_sync" and "ac2g" flows.
+  const std::string text = R"JSON({
+  "schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100", "numSms": 108,
+    "maxSharedMemoryPerMultiProcessor": 1}],
+  "distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 2},
+  "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 10, "tid": 11, "ts": 5.000, "dur": 100.000},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 11, "ts": 10.250, "dur": 20.001,
+   "args": {"External id": 5, "Record function id": 0, "Ev Idx": 1, "Sequence number": 77, "Fwd thread id": 1,
+            "Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 11, "ts": 12.000, "dur": 3.000,
+   "args": {"cbid": 211, "correlation": 99}},
+  {"ph": "s", "id": 99, "pid": 10, "tid": 11, "ts": 12.000, "cat": "async_cpu_to_gpu", "name": "async_gpu"},
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 16.000, "dur": 1.999,
+   "args": {"External id": 5, "device": 0, "stream": 7, "correlation": 99, "blocks per SM": "inf"}},
+  {"ph": "f", "id": 99, "pid": 0, "tid": 7, "ts": 16.000, "cat": "async_cpu_to_gpu", "name": "async_gpu", "bp": "e"},
+  {"ph": "X", "cat": "gpu_user_Annotation", "name": "ProfilerStep#7", "pid": 0, "tid": 7, "ts": 15.999, "dur": 2.001},
+  {"ph": "X", "cat": "cuda_sync", "name": "Event Sync", "pid": 0, "tid": 1, "ts": 30.000, "dur": 1.000,
+   "args": {"cuda_sync_kind": "event", "stream": -1, "correlation": 120, "device": 0, "context": 1}},
+  {"ph": "s", "id": 3, "pid": 10, "tid": 11, "ts": 10.250, "cat": "fwdbwd", "name": "fwdbwd"},
+  {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 10, "tid": 11, "ts": 11.000,
+   "args": {"Total Reserved": 2097152, "Total Allocated": 512, "Bytes": 512, "Addr": 18446744073709551615,
+            "Device Id": 0, "Device Type": 1, "Ev Idx": 2}},
+  {"ph": "X", "cat": "Trace", "ts": 0.000, "dur": 200.000, "pid": "Spans", "tid": "PyTorch Profiler",
+   "name": "PyTorch Profiler (4)", "args": {"Op count": 0}},
+  {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 250.000}
+  ],
+  "traceName": "x.json",
+  "displayTimeUnit": "ms",
+  "baseTimeNanoseconds": 1711964646000000000
+})JSON";
+  const Trace t = detail::parse_trace(text, "kineto-2024");
+  const int64_t base = 1711964646000000000;
+  ASSERT_EQ(t.events.size(), 6u);
+  EXPECT_EQ(t.window_start_ns, base);
+  EXPECT_EQ(t.window_end_ns, base + 200000);
+  EXPECT_EQ(t.window_index, 4);
+  EXPECT_EQ(t.events[1].start_ns, base + 10250);
+  EXPECT_EQ(t.events[1].duration_ns, 20001);
+  EXPECT_EQ(t.events[1].sequence_nr, 77);
+  EXPECT_EQ(t.events[1].fwd_thread_id, 1u);
+  EXPECT_TRUE(t.events[2].flow_start);
+  EXPECT_TRUE(t.events[3].flow_end);
+  EXPECT_TRUE(std::isinf(t.events[3].kernel.blocks_per_sm));
+  EXPECT_EQ(t.events[4].kind, EventKind::GpuUserAnnotation);
+  EXPECT_EQ(t.events[5].kind, EventKind::CudaSync);
+  EXPECT_EQ(t.events[5].stream, -1);
+  EXPECT_EQ(t.events[5].correlation, 120u);
+  ASSERT_EQ(t.memory_events.size(), 1u);
+  EXPECT_EQ(t.memory_events[0].time_ns, base + 11000);
+  EXPECT_EQ(t.memory_events[0].address, 18446744073709551615u);
+  EXPECT_EQ(t.memory_events[0].device_type, 1);
+  EXPECT_EQ(t.memory_events[0].op, 1);
+  ASSERT_EQ(t.devices.size(), 1u);
+  EXPECT_EQ(t.devices[0].num_sms, 108);
+  EXPECT_EQ(t.metadata.at("distributedInfo"), R"({"backend": "nccl", "rank": 1, "world_size": 2})");
+  EXPECT_EQ(t.steps, (std::vector<int64_t>{7}));
+
+  // A base after the events that puts one outside int64 ns is an error at that time (here the
+  // end of the event, at its "dur").
+  const std::string late =
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1.5, "dur": 1}],
+                                 "baseTimeNanoseconds": 9223372036854775000})";
+  EXPECT_EQ(error_of_text(late),
+            message("input", late.find("1}"),
+                    "baseTimeNanoseconds (at byte " + std::to_string(late.find("9223")) +
+                        ") + this time is not an int64 ns time"));
+}
+
+TEST(TraceReader, TensorBoardLayoutReadsBackAsTheTraceItWasWrittenFrom) {
+  // Trace::SaveOptions::tensorboard writes runtime and driver calls as "Runtime" and
+  // data-loader ranges as "cpu_op": the reader gives back the kinds they had.
+  Trace t;
+  auto add = [&](EventKind kind, const char* name, int64_t start) {
+    Event e;
+    e.kind = kind;
+    e.name = t.intern(name);
+    e.start_ns = start;
+    e.duration_ns = 10;
+    e.pid = 1;
+    e.tid = 1;
+    t.events.push_back(e);
+  };
+  add(EventKind::UserAnnotation, "ProfilerStep#1", 1000);
+  add(EventKind::UserAnnotation, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+      1001);
+  add(EventKind::CudaRuntime, "cudaLaunchKernel", 1011);
+  add(EventKind::CudaDriver, "cuLaunchKernel", 1021);
+  add(EventKind::CpuOp, "aten::add", 1031);
+  t.window_start_ns = 1000;
+  t.window_end_ns = 2000;
+  test::TempDir dir;
+  Trace::SaveOptions tb;
+  tb.tensorboard = true;
+  t.save(dir.path() + "/tb.json", tb);
+  const std::string text = detail::read_trace_file(dir.path() + "/tb.json");
+  ASSERT_NE(text.find("\"Runtime\""), std::string::npos);
+  const Trace back = detail::read_trace(dir.path() + "/tb.json");
+  ASSERT_EQ(back.events.size(), t.events.size());
+  for (std::size_t i = 0; i < t.events.size(); ++i)
+    EXPECT_EQ(back.events[i].kind, t.events[i].kind) << t.events[i].name;
+}
+
+TEST(TraceReader, LenientWhereConsumersAreStrictWhereItMatters) {
+  // Raw control characters in strings (Python's json with strict=False, TensorBoard's
+  // fallback), escapes of every kind, lone surrogates as U+FFFD, keys in any order, unknown
+  // keys and values of unexpected types ignored.
+  const std::string text =
+      "{\"traceEvents\": [{\"args\": {\"External id\": \"x\", \"stream\": 1.5, \"grid\": 3},"
+      " \"dur\": 1, \"ts\": 2, \"name\": \"tab\there \\u00e9\\ud83d\\ude00\\ud800\\/\\\"\","
+      " \"tid\": null, \"cat\": \"CPU_OP\", \"ph\": \"X\", \"extra\": [{\"a\": [true, false, "
+      "null]}]}]}";
+  const Trace t = detail::parse_trace(text, "input");
+  ASSERT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.events[0].name, "tab\there \xc3\xa9\xf0\x9f\x98\x80\xef\xbf\xbd/\"");
+  EXPECT_EQ(t.events[0].external_id, 0u);
+  EXPECT_EQ(t.events[0].stream, -1);
+  EXPECT_EQ(t.events[0].start_ns, 2000);
+  // Strict: JSON's grammar.
+  for (const char* bad :
+       {R"({"traceEvents": [], "x": 01})", R"({"traceEvents": [], "x": 1.})",
+        R"({"traceEvents": [], "x": -})", R"({"traceEvents": [], "x": 1e})",
+        R"({"traceEvents": [], "x": "\q"})", R"({"traceEvents": [], "x": "\u12g4"})",
+        R"({"traceEvents": [],})", R"({"traceEvents": [], "x": [1,]})",
+        R"({"traceEvents": [], "x": [,]})", R"({'traceEvents': []})",
+        R"({"traceEvents": [] "x": 1})", R"({"traceEvents": [], "x": NaN})",
+        R"({"traceEvents": [], "x": {"a" 1}})", R"({"traceEvents": [], "x": {1: 1}})"})
+    EXPECT_NE(error_of_text(bad).find("not valid JSON"), std::string::npos) << bad;
+}
+
+TEST(TraceReader, MetadataIsKeptAsWrittenAndMadeStrictWhereTheReaderWasLenient) {
+  // Top-level values ptprof does not know are kept verbatim, whitespace included, so the
+  // writer puts them back as they were; what only the reader's leniency let through (raw
+  // control characters, invalid UTF-8, a bare N/A) is made strict JSON so that it can.
+  const std::string text =
+      "{\"traceEvents\": [], \"distributedInfo\": {\"rank\":  1,\n"
+      "  \"ranks\": [0, 1]}, \"odd\": [\"a\tb\xff\", N/A, \"\\ud800\"]}";
+  const Trace t = detail::parse_trace(text, "input");
+  EXPECT_EQ(t.metadata.at("distributedInfo"), "{\"rank\":  1,\n  \"ranks\": [0, 1]}");
+  EXPECT_EQ(t.metadata.at("odd"), "[\"a\\u0009b\\ufffd\", \"N/A\", \"\\ud800\"]");
+  const std::string json = t.to_json();  // the writer takes them
+  EXPECT_NE(json.find("\"distributedInfo\": {\"rank\":  1,\n  \"ranks\": [0, 1]}"),
+            std::string::npos);
+  EXPECT_EQ(detail::parse_trace(json, "again").metadata, t.metadata);
+  // Deeper than the writer's bound: an error where the value starts.
+  const std::string deep =
+      R"({"traceEvents": [], "deep": )" + std::string(70, '[') + std::string(70, ']') + "}";
+  EXPECT_EQ(error_of_text(deep),
+            message("input", deep.find("[["),
+                    "a top-level value nests arrays and objects deeper than 63 (the most ptprof "
+                    "writes)"));
+}
+
+TEST(TraceReader, FuzzCorpusStillPasses) {
+  // The committed seeds of tests/fuzz (regressions included) through what the fuzz targets do:
+  // read, or reject with ptprof::Error; what was read writes JSON that reads back the same.
+  const std::string corpus =
+      std::string(__FILE__).substr(0, std::string(__FILE__).rfind('/')) + "/fuzz/corpus/";
+  int files = 0;
+  for (const char* sub : {"trace_reader", "trace_file"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(corpus + sub)) {
+      ++files;
+      const std::string path = entry.path().string();
+      Trace t;
+      try {
+        t = detail::read_trace(path);
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+        continue;
+      }
+      Trace again;
+      ASSERT_NO_THROW(again = detail::parse_trace(t.to_json(), "round trip")) << path;
+      EXPECT_EQ(again.events.size(), t.events.size()) << path;
+      // What ptprof wrote of a trace it read reads back to the same bytes (from the second
+      // writing on: invalid UTF-8 is first written as an escaped U+FFFD, then as itself).
+      const std::string second = again.to_json();
+      EXPECT_EQ(detail::parse_trace(second, "again").to_json(), second) << path;
+    }
+  }
+  EXPECT_GE(files, 20);
+}
+
+// `ptprof` (the command) exits 2 on a trace it cannot read, printing the reader's message.
+TEST(TraceReader, CommandExitsTwoOnAReadError) {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  ASSERT_GT(n, 0);
+  self[n] = 0;
+  std::string cli(self);
+  cli = cli.substr(0, cli.rfind('/'));
+  cli = cli.substr(0, cli.rfind('/')) + "/ptprof";  // build/tests/.. -> build/ptprof
+  if (::access(cli.c_str(), X_OK) != 0) GTEST_SKIP() << "ptprof_cli not built: " << cli;
+  test::TempDir dir;
+  const std::string bad = dir.path() + "/bad.json";
+  const std::string text =
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": -5}]})";
+  write_file(bad, text);
+  const std::string out = dir.path() + "/stderr.txt";
+  const int status = std::system((cli + " table " + bad + " 2>" + out).c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  std::ifstream f(out);
+  std::string line;
+  std::getline(f, line);
+  EXPECT_EQ(line, message(bad, text.find("-5"), R"(traceEvents[0]: "dur" is negative)"));
+  const int missing =
+      std::system((cli + " table " + dir.path() + "/none.json 2>/dev/null").c_str());
+  ASSERT_TRUE(WIFEXITED(missing));
+  EXPECT_EQ(WEXITSTATUS(missing), 2);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "ptprof/key_averages.h"
 #include "ptprof/options.h"
 #include "ptprof/range.h"
+#include "ptprof/report.h"
 #include "ptprof/schedule.h"
 #include "ptprof/session.h"
 #include "ptprof/trace.h"

@@ -57,8 +57,14 @@ int run(int argc, char** argv) {
       return usage();
     }
   }
-  const ptprof::Trace trace =
-      ptprof::detail::parse_trace(ptprof::detail::read_trace_file(path), path);
+  ptprof::Trace trace;
+  try {
+    trace = ptprof::detail::read_trace(path);
+  } catch (const ptprof::Error& e) {
+    // A trace that cannot be read (missing, corrupt, not a trace): its own exit status.
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
   if (cmd == "table") {
     ptprof::KeyAverages avg = trace.key_averages();
     if (!json) {

@@ -1,18 +1,32 @@
 // trace_reader.h: reads a Chrome-trace JSON file (plain or .gz) back into a ptprof::Trace.
 //
 // Used by the `ptprof` command to print tables of traces written by ptprof or by PyTorch's own
-// profiler. Input is untrusted: every malformed part is reported as ptprof::Error naming it.
+// profiler (every layout since PyTorch 1.8.1: the legacy categories Operator/Runtime/Kernel/
+// Memcpy/Memset, absolute-µs times, baseTimeNanoseconds before or after traceEvents). It
+// streams: the file is read and decompressed in chunks and the Trace is built as the events go
+// by, never the document (see the note in trace_reader.cpp for the memory this takes).
+//
+// Input is untrusted: every malformed part is reported as a ptprof::Error whose message names
+// the file, the byte offset in the uncompressed JSON text, and what is wrong.
 #pragma once
 
 #include <string>
+#include <string_view>
 
+#include "cli/byte_source.h"
 #include "ptprof/trace.h"
 
 namespace ptprof::detail {
 
-// Reads and decompresses a file (gzip detected by magic bytes).
+// Reads the trace at `path`, gzip'ed or not (told by its first bytes, not its name).
+Trace read_trace(const std::string& path);
+// Reads a trace from `source`; `what` names it in errors.
+Trace read_trace(ByteSource& source, const std::string& what);
+// Parses trace JSON text held in memory; `what` names it in errors.
+Trace parse_trace(std::string_view text, const std::string& what);
+
+// The whole (decompressed) text of a trace file, for tests that look at the JSON itself.
+// Holds the document: the reader above does not need it.
 std::string read_trace_file(const std::string& path);
-// Parses trace JSON text; `what` names the source in errors.
-Trace parse_trace(const std::string& text, const std::string& what);
 
 }  // namespace ptprof::detail

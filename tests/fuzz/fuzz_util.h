@@ -12,7 +12,10 @@
 namespace ptprof::fuzz {
 
 // key_averages and its table (both groupings, a sort that reads every column), then the
-// trace written back as JSON, which must parse again with the same events.
+// trace written back as JSON, which must parse again with the same events; and what ptprof
+// wrote from a trace it read must come out byte for byte the same when read and written again
+// (the reader reads everything the writer writes). Not the first writing: names with invalid
+// UTF-8 are written with U+FFFD escaped, which reads back as the character itself.
 inline void exercise_trace(const Trace& trace) {
   for (bool by_shape : {false, true}) {
     KeyAverages avg = trace.key_averages(by_shape);
@@ -28,6 +31,14 @@ inline void exercise_trace(const Trace& trace) {
     __builtin_trap();
   }
   if (again.events.size() != trace.events.size()) __builtin_trap();
+  const std::string second = again.to_json();
+  Trace third;
+  try {
+    third = detail::parse_trace(second, "round trip");
+  } catch (const Error& e) {
+    __builtin_trap();
+  }
+  if (third.to_json() != second) __builtin_trap();
 }
 
 }  // namespace ptprof::fuzz

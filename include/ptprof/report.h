@@ -1,0 +1,230 @@
+// ptprof/report.h: why is my step slow, and what do I change — a diagnosis computed from a Trace.
+//
+//   ptprof::Report report(trace);
+//   std::cout << report.summary();          // a short note for the terminal
+//   write(report.to_json());                 // the same, as JSON (keys in docs/report.md)
+//
+// Each number says which convention it follows: TensorBoard's PyTorch Profiler plugin (TB, its
+// last source), Holistic Trace Analysis (HTA), or ptprof's own. What the trace cannot support
+// is said so ("cannot be determined"), never replaced by a number that looks right.
+// Times are int64 nanoseconds; only the outputs print microseconds or milliseconds.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ptprof {
+
+class Trace;
+
+// Every threshold of the report's rules, by name. Those marked TB or HTA are the peers' own
+// values; change them to ask a different question, not to match a peer.
+struct ReportThresholds {
+  // -- TensorBoard plugin's recommendations (profiler/data.py::analyze) --
+  double dataloader_share = 0.05;             // avg DataLoader / avg step above this
+  double communication_share = 0.10;          // avg Communication / avg step above this
+  double low_gpu_utilization = 0.5;           // a device's GPU utilization below this
+  double memory_peak_share = 0.9;             // peak allocated above this share of totalGlobalMem
+  int32_t tensor_core_min_compute_major = 7;  // device 0's computeMajor for the Tensor Core rule
+  // TB's tail trimming: the last step with GPU work is dropped when it matched fewer GPU
+  // activities than this share of the step before it.
+  double tail_step_gpu_ratio = 0.8;
+
+  // -- HTA --
+  int64_t kernel_wait_ns = 30000;  // get_idle_time_breakdown's consecutive_kernel_delay (30 us)
+  // A stream whose launch queue holds this many launches blocks the next launch call
+  // (HTA's CUDA_MAX_LAUNCH_QUEUE_PER_STREAM is 1024; blocking is seen from ~1020 on).
+  int64_t launch_queue_full = 1020;
+
+  // -- ptprof's own rules (each fires when what it could save reaches its share of a step) --
+  double copy_share = 0.02;              // exposed host<->device copy time
+  double sync_share = 0.02;              // GPU idle behind a blocking call (sync, item(), D2H copy)
+  double launch_bound_share = 0.05;      // GPU idle between tiny kernels the host launched late
+  int64_t tiny_kernel_ns = 10000;        // a kernel shorter than this is "tiny"
+  int32_t launch_bound_min_kernels = 5;  // consecutive late-launched tiny kernels: a stretch
+  double cpu_bound_share = 0.2;          // GPU idle while the host runs op code
+  double dominant_op_share = 0.4;        // one operator's time per step
+  double low_occupancy_pct = 25;         // a kernel's est. achieved occupancy below this...
+  double low_occupancy_kernel_share = 0.1;  // ...taking at least this share of kernel time
+  // A step is an outlier when it is this many times the median step, or less than its inverse.
+  double step_outlier_ratio = 1.25;
+  // A blocking call counts as the cause of a GPU-idle gap when it was in progress when the
+  // GPU ran dry, ending at most this long before (clocks of host and device records differ).
+  int64_t blocking_call_slack_ns = 2000;
+};
+
+struct ReportOptions {
+  ReportThresholds thresholds;
+  int32_t top_n = 10;  // rows of the operator and kernel tables
+  // HTA's window: by default HTA drops the last ProfilerStep (load_traces'
+  // include_last_profiler_step=False); set to true to match include_last_profiler_step=True.
+  bool hta_include_last_step = false;
+};
+
+// TB's step-time categories, in its priority order (a moment of the step belongs to the first
+// category active then).
+enum class StepCategory : uint8_t {
+  Kernel,
+  Memcpy,
+  Memset,
+  Communication,
+  Runtime,
+  DataLoader,
+  CpuExec,
+  Other,
+};
+inline constexpr int kStepCategories = 8;
+const char* step_category_name(StepCategory c);  // "Kernel", ..., "CPU Exec", "Other"
+
+// What the launching host thread was doing while the GPU sat idle inside a step.
+enum class IdleCause : uint8_t {
+  DataLoader,    // inside a DataLoader range ("enumerate(DataLoader)#...")
+  Collective,    // inside a collective (nccl:, gloo:, c10d:: ops)
+  DeviceToHost,  // blocked in item() / a device-to-host copy
+  Sync,          // blocked in a synchronization (cudaStreamSynchronize, ...)
+  Allocator,     // in cudaMalloc / cudaFree and kin
+  OpOverhead,    // inside an operator, no blocking call: its host-side work and launches
+  OutsideOps,    // in no operator: the program's own code between ops
+  Unknown,       // no host thread could be tied to the gap
+};
+inline constexpr int kIdleCauses = 8;
+const char* idle_cause_name(IdleCause c);  // "data_loader", "collective", "device_to_host", ...
+
+class Report {
+ public:
+  explicit Report(const Trace& trace, const ReportOptions& options = {});
+
+  // ---- trace quality: what the findings rest on ----
+  struct QualityItem {
+    std::string id;                    // stable key, e.g. "dropped_events", "no_gpu_data"
+    std::string message;               // plain words
+    std::vector<std::string> affects;  // which parts of the report it limits
+  };
+  std::vector<QualityItem> quality;
+  // "Cannot be determined" statements: part of the report -> why.
+  std::vector<std::pair<std::string, std::string>> undetermined;
+
+  // ---- steps (TB's StepParser and OverallParser) ----
+  struct Step {
+    std::string name;  // N of ProfilerStep#N; "0" for the whole trace when it has no steps
+    int64_t host_start_ns = 0, host_end_ns = 0;          // the ProfilerStep range
+    int64_t start_ns = 0, end_ns = 0;                    // after extension to the step's GPU work
+    std::array<int64_t, kStepCategories> category_ns{};  // sums exactly to end - start
+    int64_t gpu_activities = 0;  // GPU activities launched by runtime calls inside the step
+    bool outlier = false;
+    int64_t total_ns() const { return end_ns - start_ns; }
+  };
+  bool has_steps = false;  // ProfilerStep#N ranges were found
+  bool breakdown_determined = false;
+  std::vector<Step> steps;                           // after TB's tail trimming
+  std::vector<std::string> trimmed_steps;            // names of steps TB's tail trimming removed
+  std::array<double, kStepCategories> average_ns{};  // mean over `steps`
+  double average_step_ns = 0;
+  struct Spread {
+    double p50_ns = 0, p90_ns = 0, min_ns = 0, max_ns = 0;
+  };
+  std::array<Spread, kStepCategories> category_spread{};
+  Spread step_spread;
+  bool spread_determined = false;  // needs 3 steps or more
+
+  // ---- GPU ----
+  bool has_gpu_data = false;  // kernels, copies or memsets in the trace
+  struct Device {
+    int32_t id = 0;
+    std::string name;                                // from the trace's device properties, if any
+    int64_t window_start_ns = 0, window_end_ns = 0;  // TB's: first step start .. last step end
+    int64_t kernel_busy_ns = 0;                      // union of kernels in the window
+    int64_t idle_in_steps_ns = 0;         // ptprof: no kernel, copy or memset running, inside steps
+    double utilization = 0;               // TB: kernel_busy / window
+    std::optional<double> sm_efficiency;  // TB: est. SM efficiency, 0..1
+    std::optional<double> achieved_occupancy;      // TB: est. achieved occupancy, %
+    std::optional<double> tensor_core_share;       // kernel time in TB's Tensor Core names
+    std::optional<double> tensor_core_share_sm90;  // the same, adding sm90+ names
+    std::optional<int64_t> peak_allocated_bytes;   // profile_memory's peak "Total Allocated"
+    std::optional<int64_t> total_memory_bytes;     // totalGlobalMem
+    int64_t max_queue_length = 0;  // HTA's launch queue, largest on any of its streams
+    int64_t full_queue_ns = 0;     // time some stream's queue was at launch_queue_full
+  };
+  std::vector<Device> devices;
+  std::optional<double> tensor_core_share;  // TB: kernel time in TB's TC names, all devices
+  std::optional<double> tensor_core_eligible_share;  // TB: kernel time of TC-eligible ops
+
+  // HTA's numbers in HTA's window (see ReportOptions::hta_include_last_step).
+  struct StreamIdle {
+    int32_t device = 0;
+    int64_t stream = 0;
+    int64_t host_wait_ns = 0;    // the launch came after the stream drained
+    int64_t kernel_wait_ns = 0;  // a gap shorter than kernel_wait_ns
+    int64_t other_ns = 0;        // any other gap (e.g. waiting on another stream)
+    int64_t activities = 0;
+  };
+  std::vector<StreamIdle> stream_idle;
+  struct Temporal {
+    bool determined = false;
+    int64_t span_ns = 0;  // first GPU event start .. last end
+    int64_t idle_ns = 0;
+    int64_t compute_ns = 0;      // union of compute-named events
+    int64_t non_compute_ns = 0;  // the rest of the busy time (copies, memsets, syncs, nccl)
+  };
+  Temporal temporal;
+  std::string hta_window;  // which events HTA's numbers cover, in words
+
+  // ---- what the host did while the GPU was idle inside steps (ptprof's own) ----
+  struct CauseTotal {
+    IdleCause cause = IdleCause::Unknown;
+    int64_t total_ns = 0;                              // over all steps
+    int64_t gaps = 0;                                  // idle gaps with some of this cause
+    std::vector<std::pair<std::string, int64_t>> top;  // range/op/call name -> ns
+  };
+  std::array<CauseTotal, kIdleCauses> idle_causes{};
+  int64_t gpu_idle_in_steps_ns = 0;  // all devices together
+  bool idle_causes_determined = false;
+
+  // ---- tables ----
+  struct OpRow {
+    std::string name;
+    int64_t calls = 0;
+    int64_t self_cpu_ns = 0, cpu_total_ns = 0, self_device_ns = 0, device_total_ns = 0;
+  };
+  std::vector<OpRow> top_ops_by_self_cpu;
+  std::vector<OpRow> top_ops_by_self_device;
+  struct KernelRow {
+    std::string name;
+    int64_t calls = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+    std::optional<double> achieved_occupancy;  // duration-weighted, %
+    std::optional<double> blocks_per_sm;       // duration-weighted
+  };
+  std::vector<KernelRow> top_kernels;
+
+  // ---- findings, largest possible saving first ----
+  struct Evidence {
+    std::string what;          // the op, range, kernel or call
+    double per_step = 0;       // how often per step
+    int64_t ns_per_step = 0;   // its time per step
+    double share_of_step = 0;  // ns_per_step / average step
+    std::string note;
+  };
+  struct Finding {
+    std::string id;      // stable key: "data_loading", "low_gpu_utilization", ...
+    std::string source;  // "tensorboard" (the plugin's rule) or "ptprof"
+    std::string title;
+    // The most this could save per step: an upper bound (if the cause cost nothing), not a
+    // forecast. Findings overlap, so their savings do not add up. Absent: not a time saving.
+    std::optional<int64_t> saving_ns_per_step;
+    double saving_share = 0;  // of the average step
+    std::vector<Evidence> evidence;
+    std::string recommendation;
+  };
+  std::vector<Finding> findings;
+
+  ReportOptions options;
+
+  std::string summary() const;  // plain text for a terminal
+  std::string to_json() const;  // keys documented in docs/report.md
+};
+
+}  // namespace ptprof
