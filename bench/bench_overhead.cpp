@@ -34,9 +34,9 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include "bench_common.h"
-#include "clock.h"
-#include "json_writer.h"
-#include "recorder.h"
+#include "trace/clock.h"
+#include "trace/json_writer.h"
+#include "recording/recorder.h"
 #ifdef PTPROF_HAVE_CUPTI
 #include "gpu/cupti_api.h"
 #include "gpu/cupti_backend.h"

@@ -25,9 +25,9 @@
 #include <string>
 #include <string_view>
 
-#include "cli/byte_source.h"
-#include "cli/json_cursor.h"
-#include "cli/trace_reader.h"
+#include "trace/byte_source.h"
+#include "trace/json_cursor.h"
+#include "trace/trace_reader.h"
 
 namespace {
 

@@ -35,8 +35,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "cli/byte_source.h"
-#include "cli/trace_reader.h"
+#include "trace/byte_source.h"
+#include "trace/trace_reader.h"
 #include "ptprof/trace.h"
 
 namespace {

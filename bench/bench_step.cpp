@@ -30,7 +30,7 @@
 #include <torch/torch.h>
 
 #include "bench_common.h"
-#include "json_writer.h"
+#include "trace/json_writer.h"
 #include "ptprof/ptprof.h"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <set>
 #include <thread>
 
-#include "flops.h"
+#include "trace/flops.h"
 #include "test_util.h"
 
 namespace ptprof {

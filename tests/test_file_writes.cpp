@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "chrome_trace.h"
+#include "trace/chrome_trace.h"
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
 #include "test_util.h"

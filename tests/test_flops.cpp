@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "flops.h"
+#include "trace/flops.h"
 
 using ptprof::OpInput;
 using ptprof::detail::estimate_flops;

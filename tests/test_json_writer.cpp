@@ -9,7 +9,7 @@
 #include <string>
 #include <type_traits>
 
-#include "json_writer.h"
+#include "trace/json_writer.h"
 #include "ptprof/error.h"
 
 using ptprof::detail::JsonWriter;

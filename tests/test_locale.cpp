@@ -18,7 +18,7 @@
 #include <string>
 
 #include "ptprof/trace.h"
-#include "stacks.h"
+#include "trace/stacks_export.h"
 #include "test_util.h"
 #include "xml_check.h"
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "memory_timeline.h"
+#include "trace/memory_timeline.h"
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
 #include "test_util.h"

@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "cli/trace_reader.h"
+#include "trace/trace_reader.h"
 #include "ptprof/ptprof.h"
 #include "test_util.h"
 

@@ -23,7 +23,9 @@
 
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
-#include "stacks.h"
+#include "recording/stack_capture.h"
+#include "recording/symbolizer.h"
+#include "trace/stacks_export.h"
 #include "test_util.h"
 #include "xml_check.h"
 

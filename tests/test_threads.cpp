@@ -6,7 +6,7 @@
 #include <set>
 #include <thread>
 
-#include "recorder.h"
+#include "recording/recorder.h"
 #include "test_util.h"
 
 namespace ptprof {

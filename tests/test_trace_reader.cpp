@@ -16,8 +16,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "cli/byte_source.h"
-#include "cli/trace_reader.h"
+#include "trace/byte_source.h"
+#include "trace/trace_reader.h"
 #include "test_util.h"
 
 namespace ptprof {

@@ -12,7 +12,7 @@
 
 #include <torch/csrc/autograd/profiler_kineto.h>
 
-#include "cli/trace_reader.h"
+#include "trace/trace_reader.h"
 
 namespace ptprof::test {
 

@@ -98,6 +98,10 @@ class Trace {
   // Chrome-trace JSON as torch.profiler's export_chrome_trace writes it; ".gz" compresses.
   // Written to a temporary file and renamed. Throws ptprof::Error naming the path on failure.
   void save(const std::string& path) const { save(path, SaveOptions{}); }
+  // Reads a trace file back: ptprof's, or any torch.profiler has written since PyTorch 1.8,
+  // .json or .json.gz (told by its first bytes). Streams it: memory is what the Trace holds.
+  // Throws ptprof::Error naming the file and, for malformed content, the byte offset.
+  static Trace load(const std::string& path);
   void save(const std::string& path, const SaveOptions& options) const;
   std::string to_json() const;
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "json_writer.h"
+#include "trace/json_writer.h"
 #include "ptprof/report.h"
 
 namespace ptprof {

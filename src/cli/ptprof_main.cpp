@@ -1,148 +1,228 @@
-// ptprof: command-line companion of the library.
+// ptprof: the command-line companion of the library. It reads traces (ptprof's and every
+// torch.profiler's) and prints what the library computes from them; it links only the torch-free
+// core, so it starts anywhere the trace is (a login node, CI, another machine).
 //
-//   ptprof table TRACE [--sort KEY] [--row-limit N] [--json]   key_averages() table of a trace
-//   ptprof summary TRACE                                        events per category, steps
-//   ptprof kernels TRACE [--row-limit N]                        GPU kernel table
-//   ptprof memory TRACE [OUT.json|OUT.html]                     peak allocated bytes per device
-//                                                               (as TensorBoard names devices), or
-//                                                               the memory timeline written to OUT
-//   ptprof stacks TRACE OUT[.svg] [--metric M]                  collapsed stacks / flame graph
-#include <cstdio>
-#include <cstring>
-#include <iostream>
+//   ptprof table TRACE [--sort KEY] [--row-limit N] [--group-by-input-shape] [--json]
+//   ptprof summary TRACE
+//   ptprof kernels TRACE [--row-limit N]
+//   ptprof memory TRACE [OUT.json|OUT.html]
+//   ptprof stacks TRACE OUT[.svg] [--metric self_cpu_time_total|self_cuda_time_total]
+//   ptprof report TRACE [--json]                          why the step is slow, and what to do
+//
+// Exit status: 0 done, 1 a result could not be written, 2 bad usage or an unreadable trace
+// (the message names the file and, for malformed content, the byte offset).
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
 #include <map>
 #include <string>
 
-#include "cli/trace_reader.h"
-#include "json_writer.h"
 #include "ptprof/error.h"
 #include "ptprof/key_averages.h"
+#include "ptprof/report.h"
+#include "ptprof/trace.h"
+#include "trace/json_writer.h"
+#include "trace/trace_reader.h"
 
 namespace {
 
-int usage() {
-  std::fprintf(stderr,
-               "usage: ptprof table TRACE [--sort KEY] [--row-limit N] [--json]\n"
-               "       ptprof summary TRACE\n"
-               "       ptprof kernels TRACE [--row-limit N]\n"
-               "       ptprof memory TRACE [OUT.json|OUT.html]\n"
-               "       ptprof stacks TRACE OUT[.svg] [--metric self_cpu_time_total|self_cuda_time_total]\n");
-  return 2;
+// An input problem (exit 2), told apart from failures to write results (exit 1).
+struct InputError : ptprof::Error {
+  using ptprof::Error::Error;
+};
+
+ptprof::Trace read(const std::string& path) {
+  try {
+    return ptprof::detail::read_trace(path);
+  } catch (const ptprof::Error& e) {
+    throw InputError(e.what());
+  }
 }
 
-int run(int argc, char** argv) {
-  if (argc < 3) return usage();
-  const std::string cmd = argv[1];
-  const std::string path = argv[2];
-  std::string sort;
-  std::string out;
-  std::string metric = "self_cpu_time_total";
-  int row_limit = 100;
-  bool json = false;
-  for (int i = 3; i < argc; ++i) {
-    const std::string a = argv[i];
-    if ((cmd == "memory" || cmd == "stacks") && out.empty() && a.rfind("--", 0) != 0) {
-      out = a;
-    } else if (a == "--metric" && i + 1 < argc) {
-      metric = argv[++i];
-    } else if (a == "--sort" && i + 1 < argc) {
-      sort = argv[++i];
-    } else if (a == "--row-limit" && i + 1 < argc) {
-      row_limit = std::atoi(argv[++i]);
-    } else if (a == "--json") {
-      json = true;
-    } else {
-      std::fprintf(stderr, "ptprof: unknown argument '%s'\n", a.c_str());
-      return usage();
-    }
-  }
-  ptprof::Trace trace;
+// --sort is checked before any trace is read: a typo costs nothing on a 2 GB file.
+std::string check_sort_key(const std::string& key) {
   try {
-    trace = ptprof::detail::read_trace(path);
+    ptprof::parse_sort_by(key);
+    return "";
   } catch (const ptprof::Error& e) {
-    // A trace that cannot be read (missing, corrupt, not a trace): its own exit status.
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
+    return e.what();
   }
-  if (cmd == "table") {
-    ptprof::KeyAverages avg = trace.key_averages();
-    if (!json) {
-      std::cout << avg.table(ptprof::parse_sort_by(sort), row_limit);
-      return 0;
-    }
-    avg.sort(ptprof::parse_sort_by(sort));
-    ptprof::detail::JsonWriter w;
-    w.begin_object().key("rows").begin_array();
-    for (const auto& r : avg.rows) {
-      w.begin_object();
-      w.key("name").value(r.key);
-      w.key("count").value(r.count);
-      w.key("self_cpu_time_total_ns").value(r.self_cpu_time_total_ns);
-      w.key("cpu_time_total_ns").value(r.cpu_time_total_ns);
-      w.key("self_device_time_total_ns").value(r.self_device_time_total_ns);
-      w.key("device_time_total_ns").value(r.device_time_total_ns);
-      w.key("is_user_annotation").value(r.is_user_annotation);
-      w.end_object();
-    }
-    w.end_array().end_object();
-    std::cout << w.buffer() << "\n";
+}
+
+int table(const std::string& path, const std::string& sort, int row_limit, bool by_shape,
+          bool json) {
+  const ptprof::Trace trace = read(path);
+  ptprof::KeyAverages avg = trace.key_averages(by_shape);
+  if (!json) {
+    std::cout << avg.table(ptprof::parse_sort_by(sort), row_limit);
     return 0;
   }
-  if (cmd == "kernels") {
-    std::cout << trace.kernel_table().table(row_limit);
-    return 0;
-  }
-  if (cmd == "memory") {
-    if (!out.empty()) {
-      trace.export_memory_timeline(out);
-      return 0;
-    }
-    std::map<std::string, int64_t> peaks;
-    for (const auto& m : trace.memory_events) {
-      const std::string dev = m.device_type == 0 ? "CPU" : "GPU" + std::to_string(m.device_index);
-      auto [it, inserted] = peaks.emplace(dev, m.total_allocated);
-      if (!inserted) it->second = std::max(it->second, m.total_allocated);
-    }
-    ptprof::detail::JsonWriter w;
+  avg.sort(ptprof::parse_sort_by(sort));
+  ptprof::detail::JsonWriter w;
+  w.begin_object().key("rows").begin_array();
+  int n = 0;
+  for (const auto& r : avg.rows) {
+    if (row_limit >= 0 && n++ >= row_limit) break;
     w.begin_object();
-    for (const auto& [dev, peak] : peaks) w.key(dev).value(peak);
+    w.key("name").value(r.key);
+    w.key("count").value(r.count);
+    w.key("self_cpu_time_total_ns").value(r.self_cpu_time_total_ns);
+    w.key("cpu_time_total_ns").value(r.cpu_time_total_ns);
+    w.key("self_device_time_total_ns").value(r.self_device_time_total_ns);
+    w.key("device_time_total_ns").value(r.device_time_total_ns);
+    w.key("is_user_annotation").value(r.is_user_annotation);
     w.end_object();
-    std::cout << w.buffer() << "\n";
+  }
+  w.end_array().end_object();
+  std::cout << w.buffer() << "\n";
+  return 0;
+}
+
+int summary(const std::string& path) {
+  const ptprof::Trace trace = read(path);
+  std::map<std::string, int64_t> per_cat;
+  int64_t steps = 0;
+  for (const auto& e : trace.events) {
+    ++per_cat[ptprof::category(e.kind)];
+    if (e.kind == ptprof::EventKind::UserAnnotation && ptprof::is_step_name(e.name)) ++steps;
+  }
+  std::cout << path << ": " << trace.events.size() << " events, " << steps
+            << " steps, window "
+            // Unsigned: the reader gives end >= start, but the span may exceed INT64_MAX.
+            << (static_cast<uint64_t>(trace.window_end_ns) -
+                static_cast<uint64_t>(trace.window_start_ns)) /
+                   1000
+            << " us\n";
+  for (const auto& [c, n] : per_cat) std::cout << "  " << c << ": " << n << "\n";
+  return 0;
+}
+
+int memory(const std::string& path, const std::string& out) {
+  const ptprof::Trace trace = read(path);
+  if (!out.empty()) {
+    trace.export_memory_timeline(out);
     return 0;
   }
-  if (cmd == "stacks") {
-    if (out.empty()) return usage();
-    trace.export_stacks(out, metric);
-    return 0;
+  std::map<std::string, int64_t> peaks;  // as TensorBoard's Memory view names devices
+  for (const auto& m : trace.memory_events) {
+    const std::string dev = m.device_type == 0 ? "CPU" : "GPU" + std::to_string(m.device_index);
+    auto [it, inserted] = peaks.emplace(dev, m.total_allocated);
+    if (!inserted) it->second = std::max(it->second, m.total_allocated);
   }
-  if (cmd == "summary") {
-    std::map<std::string, int64_t> per_cat;
-    int64_t steps = 0;
-    for (const auto& e : trace.events) {
-      ++per_cat[ptprof::category(e.kind)];
-      if (e.kind == ptprof::EventKind::UserAnnotation && ptprof::is_step_name(e.name)) ++steps;
-    }
-    std::cout << path << ": " << trace.events.size() << " events, " << steps
-              << " steps, window "
-              // Unsigned: the reader gives end >= start, but the span may exceed INT64_MAX.
-              << (static_cast<uint64_t>(trace.window_end_ns) -
-                  static_cast<uint64_t>(trace.window_start_ns)) /
-                     1000
-              << " us\n";
-    for (const auto& [c, n] : per_cat) std::cout << "  " << c << ": " << n << "\n";
-    return 0;
-  }
-  return usage();
+  ptprof::detail::JsonWriter w;
+  w.begin_object();
+  for (const auto& [dev, peak] : peaks) w.key(dev).value(peak);
+  w.end_object();
+  std::cout << w.buffer() << "\n";
+  return 0;
+}
+
+int report(const std::string& path, bool json) {
+  const ptprof::Report r(read(path));
+  std::cout << (json ? r.to_json() : r.summary());
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"ptprof: tables, reports, kernels, memory and stacks of PyTorch profiler traces"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ptprof " PTPROF_VERSION);
+
+  std::string path, out, sort = "self_cpu_time_total", metric = "self_cpu_time_total";
+  int row_limit = 100;
+  bool json = false, by_shape = false;
+  auto trace_arg = [&](CLI::App* c) {
+    c->add_option("TRACE", path, "trace file (.json or .json.gz)")->required();
+  };
+  auto row_limit_opt = [&](CLI::App* c) {
+    c->add_option("--row-limit", row_limit, "rows to print (-1: all, as torch.profiler's)")
+        ->check(CLI::Validator(
+            [](const std::string& v) {
+              char* end = nullptr;
+              errno = 0;
+              const long n = std::strtol(v.c_str(), &end, 10);
+              const bool ok = !v.empty() && *end == '\0' && errno == 0 && n >= -1 && n < (1L << 30);
+              return ok ? std::string() : "must be a whole number, -1 or more (got \"" + v + "\")";
+            },
+            "N", "row limit"));
+  };
+
+  CLI::App* t = app.add_subcommand("table", "torch.profiler's key_averages() table");
+  trace_arg(t);
+  t->add_option("--sort", sort, "sort key, e.g. self_cpu_time_total, cuda_time_total, count")
+      ->check(CLI::Validator(check_sort_key, "KEY", "sort key"));
+  row_limit_opt(t);
+  t->add_flag("--group-by-input-shape", by_shape, "one row per name and input shapes");
+  t->add_flag("--json", json, "rows as JSON (times in ns)");
+
+  CLI::App* s = app.add_subcommand("summary", "events per category, steps, window");
+  trace_arg(s);
+
+  CLI::App* k = app.add_subcommand("kernels", "GPU kernels by name");
+  trace_arg(k);
+  row_limit_opt(k);
+
+  CLI::App* m = app.add_subcommand(
+      "memory", "peak allocated bytes per device, or the memory timeline written to OUT");
+  trace_arg(m);
+  m->add_option("OUT", out, "OUT.json (curves) or OUT.html (a self-contained chart)")
+      ->check([](const std::string& o) {
+        const bool ok = (o.size() > 5 && o.compare(o.size() - 5, 5, ".json") == 0) ||
+                        (o.size() > 5 && o.compare(o.size() - 5, 5, ".html") == 0);
+        return ok ? std::string() : "must end in .json or .html";
+      });
+
+  CLI::App* st = app.add_subcommand("stacks", "collapsed stacks, or a flame graph (OUT.svg)");
+  trace_arg(st);
+  st->add_option("OUT", out, "OUT.svg (flame graph) or any other name (collapsed stacks)")
+      ->required();
+  st->add_option("--metric", metric, "what a frame's width is")
+      ->check(
+          CLI::IsMember({"self_cpu_time_total", "self_cuda_time_total", "self_device_time_total"}));
+
+  CLI::App* rp = app.add_subcommand(
+      "report", "the diagnosis: step breakdown, GPU idle and its causes, ranked findings");
+  trace_arg(rp);
+  rp->add_flag("--json", json, "the report as JSON (keys in docs/report.md)");
+
   try {
-    return run(argc, argv);
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message
+    return 2;
+  }
+
+  try {
+    if (*t) return table(path, sort, row_limit, by_shape, json);
+    if (*s) return summary(path);
+    if (*k) {
+      std::cout << read(path).kernel_table().table(row_limit);
+      return 0;
+    }
+    if (*m) return memory(path, out);
+    if (*st) {
+      read(path).export_stacks(out, metric);
+      return 0;
+    }
+    if (*rp) return report(path, json);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
   }
+  return 2;
 }

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "clock.h"
+#include "trace/clock.h"
 #include "gpu/cupti_buffers.h"
 #include "gpu/cupti_clock.h"
 #include "gpu/cupti_correlator.h"

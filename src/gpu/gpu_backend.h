@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ptprof/trace.h"
-#include "recorder.h"
+#include "recording/recorder.h"
 
 namespace ptprof::detail {
 

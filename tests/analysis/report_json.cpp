@@ -5,7 +5,7 @@
 #include <iostream>
 #include <string>
 
-#include "cli/trace_reader.h"
+#include "trace/trace_reader.h"
 #include "ptprof/error.h"
 #include "ptprof/report.h"
 

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "../gpu/cupti_test_util.h"
-#include "clock.h"
+#include "trace/clock.h"
 #include "gpu/cupti_correlator.h"
 #include "gpu/cupti_decode.h"
 #include "ptprof/report.h"

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "details.h"
-#include "flops.h"
+#include "recording/details.h"
+#include "trace/flops.h"
 
 namespace {
 // Every op with a formula, and one without.

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cli/trace_reader.h"
+#include "trace/trace_reader.h"
 #include "fuzz_util.h"
 #include "ptprof/error.h"
 #include "ptprof/trace.h"

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "cli/trace_reader.h"
+#include "trace/trace_reader.h"
 #include "ptprof/error.h"
 #include "ptprof/key_averages.h"
 #include "ptprof/trace.h"

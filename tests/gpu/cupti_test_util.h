@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "clock.h"
+#include "trace/clock.h"
 #include "gpu/cupti_api.h"
 #include "gpu/cupti_correlator.h"
 #include "gpu/cupti_decode.h"

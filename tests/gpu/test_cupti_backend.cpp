@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "clock.h"
+#include "trace/clock.h"
 #include "cupti_test_util.h"
 #include "gpu/cupti_backend.h"
 

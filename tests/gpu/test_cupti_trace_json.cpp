@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "clock.h"
+#include "trace/clock.h"
 #include "cupti_test_util.h"
 #include "gpu/cupti_correlator.h"
 #include "gpu/cupti_decode.h"

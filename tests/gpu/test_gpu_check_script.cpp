@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "clock.h"
+#include "trace/clock.h"
 #include "cupti_test_util.h"
 #include "gpu/cupti_correlator.h"
 #include "gpu/cupti_decode.h"

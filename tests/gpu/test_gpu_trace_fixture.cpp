@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "clock.h"
+#include "trace/clock.h"
 #include "cupti_test_util.h"
 #include "gpu/cupti_correlator.h"
 #include "gpu/cupti_decode.h"

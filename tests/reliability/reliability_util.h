@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/trace_reader.h"
+#include "trace/trace_reader.h"
 #include "test_util.h"
 
 namespace ptprof::reliability {

@@ -3,7 +3,7 @@
 // session, and the process's memory stays within the budget plus a stated margin.
 #include <gtest/gtest.h>
 
-#include "recorder.h"
+#include "recording/recorder.h"
 #include "reliability_util.h"
 
 namespace ptprof {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "clock.h"
-#include "details.h"
-#include "flops.h"
+#include "trace/clock.h"
+#include "recording/details.h"
+#include "trace/flops.h"
 #include "reliability_util.h"
 
 namespace ptprof {

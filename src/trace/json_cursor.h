@@ -26,7 +26,7 @@
 #include <string>
 #include <string_view>
 
-#include "cli/byte_source.h"
+#include "trace/byte_source.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

@@ -1,25 +1,29 @@
-#include "memory_timeline.h"
-
-#include <c10/core/DeviceType.h>
+#include "trace/memory_timeline.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <map>
 #include <utility>
 
-#include "chrome_trace.h"
-#include "json_writer.h"
+#include "trace/chrome_trace.h"
+#include "trace/json_writer.h"
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
-#include "stacks.h"  // xml_escape
+#include "trace/stacks_export.h"  // xml_escape
 
 namespace ptprof::detail {
 
 std::string memory_device_name(int device_type, int device_index) {
+  // c10::DeviceTypeName's names, by c10::DeviceType's values (a trace file carries the number;
+  // the core reads traces without libtorch).
+  static const char* const kNames[] = {"CPU",  "CUDA",   "MKLDNN", "OPENGL", "OPENCL", "IDEEP",
+                                       "HIP",  "FPGA",   "MAIA",   "XLA",    "VULKAN", "METAL",
+                                       "XPU",  "MPS",    "META",   "HPU",    "VE",     "LAZY",
+                                       "IPU",  "MTIA",   "PRIVATEUSEONE"};
   std::string name;
-  const auto type = static_cast<c10::DeviceType>(device_type);
-  if (device_type >= 0 && c10::isValidDeviceType(type)) {
-    name = c10::DeviceTypeName(type, /*lower_case=*/false);
+  if (device_type >= 0 && device_type < static_cast<int>(std::size(kNames))) {
+    name = kNames[device_type];
   } else {
     name = "device" + std::to_string(device_type);
   }

@@ -23,7 +23,7 @@
 // and input list to find them. Trace::rebuild_tree() and attribute_memory() then take about
 // 16 bytes per event while they run. Measured by bench_reader on the 640 MB trace (1.0M
 // events): the reading process grows by 225 MB, plain or gzip'ed, for a Trace of 204 MB.
-#include "cli/trace_reader.h"
+#include "trace/trace_reader.h"
 
 #include <algorithm>
 #include <charconv>
@@ -36,10 +36,14 @@
 #include <utility>
 #include <vector>
 
-#include "cli/json_cursor.h"
-#include "cli/reader_error.h"
-#include "json_writer.h"
+#include "trace/json_cursor.h"
+#include "trace/reader_error.h"
+#include "trace/json_writer.h"
 #include "ptprof/error.h"
+
+namespace ptprof {
+Trace Trace::load(const std::string& path) { return detail::read_trace(path); }
+}  // namespace ptprof
 
 namespace ptprof::detail {
 

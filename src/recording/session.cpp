@@ -14,15 +14,16 @@
 
 #include <ATen/record_function.h>
 
-#include "clock.h"
-#include "details.h"
-#include "flops.h"
-#include "stacks.h"
+#include "trace/clock.h"
+#include "recording/details.h"
+#include "trace/flops.h"
+#include "recording/stack_capture.h"
+#include "recording/symbolizer.h"
 #include "gpu/gpu_backend.h"
-#include "json_writer.h"
-#include "process_info.h"
+#include "trace/json_writer.h"
+#include "trace/process_info.h"
 #include "ptprof/error.h"
-#include "recorder.h"
+#include "recording/recorder.h"
 
 namespace ptprof {
 

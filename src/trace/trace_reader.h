@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "cli/byte_source.h"
+#include "trace/byte_source.h"
 #include "ptprof/trace.h"
 
 namespace ptprof::detail {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "json_writer.h"  // format_fixed
+#include "trace/json_writer.h"  // format_fixed
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
 

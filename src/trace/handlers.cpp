@@ -6,7 +6,7 @@
 #include <cstring>
 #include <utility>
 
-#include "process_info.h"
+#include "trace/process_info.h"
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
 #include "ptprof/trace_handler.h"

@@ -1,4 +1,4 @@
-#include "details.h"
+#include "recording/details.h"
 
 #include <c10/core/ScalarType.h>
 #include <c10/core/ScalarTypeToTypeMeta.h>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "json_writer.h"
+#include "trace/json_writer.h"
 
 namespace ptprof::detail {
 

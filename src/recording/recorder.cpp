@@ -1,4 +1,4 @@
-#include "recorder.h"
+#include "recording/recorder.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -20,9 +20,9 @@
 
 #include "ptprof/event.h"
 
-#include "clock.h"
-#include "details.h"
-#include "stacks.h"
+#include "trace/clock.h"
+#include "recording/details.h"
+#include "recording/stack_capture.h"
 
 namespace ptprof::detail {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "json_writer.h"
+#include "trace/json_writer.h"
 #include "ptprof/trace.h"
 
 namespace ptprof::detail {

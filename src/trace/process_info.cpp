@@ -1,4 +1,4 @@
-#include "process_info.h"
+#include "trace/process_info.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "clock.h"
+#include "trace/clock.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>

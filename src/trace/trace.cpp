@@ -5,8 +5,8 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "chrome_trace.h"
-#include "json_writer.h"
+#include "trace/chrome_trace.h"
+#include "trace/json_writer.h"
 
 namespace ptprof {
 

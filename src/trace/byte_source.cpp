@@ -1,4 +1,4 @@
-#include "cli/byte_source.h"
+#include "trace/byte_source.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <climits>
 #include <cstring>
 
-#include "cli/reader_error.h"
+#include "trace/reader_error.h"
 #include "ptprof/error.h"
 
 namespace ptprof::detail {

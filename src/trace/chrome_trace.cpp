@@ -1,4 +1,4 @@
-#include "chrome_trace.h"
+#include "trace/chrome_trace.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <set>
 #include <utility>
 
-#include "clock.h"
+#include "trace/clock.h"
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
 

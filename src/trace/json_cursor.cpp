@@ -1,8 +1,8 @@
-#include "cli/json_cursor.h"
+#include "trace/json_cursor.h"
 
 #include <cstring>
 
-#include "cli/reader_error.h"
+#include "trace/reader_error.h"
 #include "ptprof/error.h"
 
 namespace ptprof::detail {

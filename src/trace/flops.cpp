@@ -1,11 +1,11 @@
-#include "flops.h"
+#include "trace/flops.h"
 
 #include <algorithm>
 #include <cctype>
 #include <optional>
 #include <string>
 
-#include "details.h"
+#include "trace/op_inputs.h"
 
 namespace ptprof::detail {
 

@@ -1,0 +1,22 @@
+// op_inputs.h: numbers of recorded op inputs as the FLOP formulas and the recorder read them.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace ptprof::detail {
+
+// A recorded double as int64_t (truncated toward zero, as before), or nullopt for NaN,
+// infinities and values beyond int64_t, whose cast is undefined behaviour.
+inline std::optional<int64_t> double_to_int64(double d) {
+  // -2^63 and 2^63 are exact doubles; every double in [-2^63, 2^63) truncates into range.
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return std::nullopt;
+  return static_cast<int64_t>(d);
+}
+
+// OpInput::sizes of a ScalarList holds this for a value without an int64_t (a double beyond
+// int64_t, or NaN): the FLOP formulas treat it as unknown.
+constexpr int64_t kUnknownListValue = std::numeric_limits<int64_t>::min();
+
+}  // namespace ptprof::detail
