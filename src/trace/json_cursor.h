@@ -6,7 +6,7 @@
 // numbers (nanoseconds from decimal microseconds), strings as views without a copy when they
 // lie within the buffer, and skipping values without materializing them; measured against
 // nlohmann's SAX, RapidJSON's Reader and simdjson (bench/bench_parsers.cpp, figures in the note
-// of src/cli/trace_reader.cpp).
+// of src/trace/trace_reader.cpp).
 //
 // Memory: one buffer of kBufferBytes, plus scratch for a string that crosses the buffer's end
 // or has escapes (as long as the longest such string the caller reads; a caller that does not
