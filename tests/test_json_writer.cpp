@@ -9,8 +9,8 @@
 #include <string>
 #include <type_traits>
 
-#include "trace/json_writer.h"
 #include "ptprof/error.h"
+#include "trace/json_writer.h"
 
 using ptprof::detail::JsonWriter;
 
@@ -42,10 +42,16 @@ TEST(JsonWriter, HostileStringsRoundTripThroughAStrictParser) {
 }
 
 TEST(JsonWriter, InvalidUtf8BecomesReplacementCharacter) {
-  const std::string bad = "a\xff" "b\xc3" "c\xed\xa0\x80" "d\xc0\xaf";  // stray, cut, surrogate, overlong
+  const std::string bad =
+      "a\xff"
+      "b\xc3"
+      "c\xed\xa0\x80"
+      "d\xc0\xaf";  // stray, cut, surrogate, overlong
   const auto parsed = nlohmann::json::parse(escaped(bad));
   EXPECT_EQ(parsed.get<std::string>(),
-            "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+            "a\xef\xbf\xbd"
+            "b\xef\xbf\xbd"
+            "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
             "d\xef\xbf\xbd\xef\xbf\xbd");
 }
 
@@ -102,7 +108,10 @@ TEST(JsonWriter, NonFiniteNumbersAreWrittenAsStrings) {
 
 class CountingSink : public ptprof::detail::Sink {
  public:
-  void write(const char* data, std::size_t size) override { out.append(data, size); ++writes; }
+  void write(const char* data, std::size_t size) override {
+    out.append(data, size);
+    ++writes;
+  }
   std::string out;
   int writes = 0;
 };
@@ -194,7 +203,8 @@ TEST(JsonWriter, StructuralMisuseIsAnError) {
 // valid JSON) stops it before the rest of the text.
 int strict_parser_accepts(const std::string& text) {
   try {
-    (void)nlohmann::json::parse(text);
+    const nlohmann::json parsed = nlohmann::json::parse(text);
+    (void)parsed;
   } catch (const nlohmann::json::out_of_range&) {
     return -1;
   } catch (const nlohmann::json::parse_error&) {

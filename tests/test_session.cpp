@@ -9,6 +9,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "test_util.h"
 
@@ -19,12 +20,14 @@ using test::count_events;
 using test::TempDir;
 
 // One op per call (the Scalar overloads of add_/mul_ redispatch to a second, nested op).
-void add_op() { torch::ones({2}).add_(torch::ones({2})); }
+void add_op() {
+  torch::ones({2}).add_(torch::ones({2}));
+}
 
 Options with_traces(std::vector<std::shared_ptr<Trace>>* out) {
   Options o;
-  o.on_trace_ready = {callback_handler(
-      [out](const Trace& t) { out->push_back(std::make_shared<Trace>(t)); })};
+  o.on_trace_ready = {
+      callback_handler([out](const Trace& t) { out->push_back(std::make_shared<Trace>(t)); })};
   return o;
 }
 
@@ -369,6 +372,44 @@ TEST(Session, TensorBoardHandlerNamesFilesAsTorchProfiler) {
   for (auto& f : gz) EXPECT_TRUE(std::regex_match(f, tb));
   auto j = test::read_json_file(dir.path() + "/gz/" + gz[0]);
   EXPECT_EQ(j["schemaVersion"], 1);
+}
+
+// Options::report: each saved window's report printed, and saved in "reports" beside each trace
+// file (not in the run directory, where HTA takes every .json for a trace).
+TEST(Session, ReportIsPrintedAndSavedBesideEachTraceFile) {
+  TempDir dir;
+  test::Mlp model;
+  Options o;
+  o.schedule = Schedule{0, 0, 2, 1};
+  o.report = true;
+  std::filesystem::create_directory(dir.path() + "/one");
+  o.on_trace_ready = {tensorboard_trace_handler(dir.path() + "/run", "w"),
+                      chrome_trace_handler(dir.path() + "/one/trace.json")};
+  testing::internal::CaptureStdout();
+  {
+    ProfileSession s(o);
+    for (int i = 0; i < 3; ++i) {
+      test::train_step(model);
+      s.step();
+    }
+    EXPECT_TRUE(s.stop().ok());
+  }
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("ptprof report: 2 steps"), std::string::npos) << out;
+  std::vector<std::string> run;
+  for (auto& e : std::filesystem::directory_iterator(dir.path() + "/run"))
+    if (e.is_regular_file()) run.push_back(e.path().filename().string());
+  ASSERT_EQ(run.size(), 1u);  // the trace alone: no .json beside it but the trace
+  for (const std::string& base :
+       {dir.path() + "/run/reports/" + run[0], dir.path() + "/one/reports/trace.json"}) {
+    const nlohmann::json j = test::read_json_file(base + ".report.json");
+    EXPECT_EQ(j.at("schema"), "ptprof.report/1") << base;
+    EXPECT_EQ(j.at("steps").at("per_step").size(), 2u) << base;
+    std::ifstream html(base + ".report.html");
+    std::stringstream text;
+    text << html.rdbuf();
+    EXPECT_NE(text.str().find("<html"), std::string::npos) << base;
+  }
 }
 
 TEST(Session, FailingHandlerIsReportedWithPathAndTheRunGoesOn) {

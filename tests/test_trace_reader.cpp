@@ -16,9 +16,9 @@
 #include <sstream>
 #include <tuple>
 
+#include "test_util.h"
 #include "trace/byte_source.h"
 #include "trace/trace_reader.h"
-#include "test_util.h"
 
 namespace ptprof {
 namespace {
@@ -55,9 +55,9 @@ TEST(TraceReader, MalformedInputIsRejectedWithAReason) {
   EXPECT_NE(error_of("{").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of("[]").find("top level is not a JSON object"), std::string::npos);
   EXPECT_NE(error_of("{}").find("traceEvents"), std::string::npos);
-  EXPECT_NE(error_of(R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]})")
-                .find("\"cat\""),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]})").find("\"cat\""),
+      std::string::npos);
   EXPECT_NE(error_of(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 1}]})")
                 .find("\"name\""),
             std::string::npos);
@@ -785,7 +785,8 @@ TEST(TraceReader, PyTorch18LayoutWithLegacyCategoriesAndAbsoluteMicroseconds) {
   EXPECT_EQ(t.events[6].tid, 7);
 
   // What the command prints of it: the op's GPU time through External id.
-  const KeyAverage* addmm = t.key_averages().find("aten::addmm");
+  const KeyAverages averages = t.key_averages();
+  const KeyAverage* addmm = averages.find("aten::addmm");
   ASSERT_NE(addmm, nullptr);
   EXPECT_EQ(addmm->self_device_time_total_ns, 5 * us);
 }

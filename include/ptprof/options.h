@@ -52,6 +52,14 @@ struct Options {
   std::size_t gpu_buffer_bytes = std::size_t{4} << 20;
   std::size_t max_gpu_buffer_bytes = std::size_t{128} << 20;
 
+  // At the end of each saved window, ptprof's report of it (ptprof/report.h: the step
+  // breakdown, why the GPU sat idle, ranked findings) is printed to stdout and, for each trace
+  // file tensorboard_trace_handler or chrome_trace_handler wrote, saved as JSON and HTML in a
+  // "reports" folder beside it (<dir>/reports/<trace file>.report.json and .report.html): not
+  // in the trace's own folder, where Holistic Trace Analysis takes every .json for a trace.
+  // Computed on the handlers' thread, after them.
+  bool report = false;
+
   // Run trace handlers on a ptprof thread, so writing a large trace does not stall step().
   // At most one finished window waits to be written; stop() waits for all of them.
   bool write_in_background = true;

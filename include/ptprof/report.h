@@ -63,6 +63,9 @@ struct ReportOptions {
   // HTA's window: by default HTA drops the last ProfilerStep (load_traces'
   // include_last_profiler_step=False); set to true to match include_last_profiler_step=True.
   bool hta_include_last_step = false;
+  // Buckets of each device's utilization series (Report::Device::utilization_series) over the
+  // steps' window, for the HTML page's chart; 0: no series.
+  int32_t utilization_buckets = 200;
 };
 
 // TB's step-time categories, in its priority order (a moment of the step belongs to the first
@@ -97,6 +100,17 @@ const char* idle_cause_name(IdleCause c);  // "data_loader", "collective", "devi
 class Report {
  public:
   explicit Report(const Trace& trace, const ReportOptions& options = {});
+
+  // ---- the trace it was computed from (the HTML page's header) ----
+  struct Source {
+    std::string process_name;
+    std::string worker_name;
+    int64_t pid = 0;
+    int64_t window_start_ns = 0, window_end_ns = 0;  // the profiling window, Unix epoch ns
+    int64_t window_index = 0;
+    int64_t events = 0;  // CPU and GPU events
+  };
+  Source source;
 
   // ---- trace quality: what the findings rest on ----
   struct QualityItem {
@@ -148,6 +162,13 @@ class Report {
     std::optional<int64_t> total_memory_bytes;     // totalGlobalMem
     int64_t max_queue_length = 0;  // HTA's launch queue, largest on any of its streams
     int64_t full_queue_ns = 0;     // time some stream's queue was at launch_queue_full
+    // Kernel busy share over time (TB's utilization, resolved in time): the window split into
+    // buckets of utilization_bucket_ns from window_start_ns (the last one may be shorter), each
+    // entry the union of kernels in its bucket / the bucket's length. Their mean weighted by
+    // bucket length is `utilization`. Empty without a window or ReportOptions::
+    // utilization_buckets.
+    int64_t utilization_bucket_ns = 0;
+    std::vector<double> utilization_series;
   };
   std::vector<Device> devices;
   std::optional<double> tensor_core_share;  // TB: kernel time in TB's TC names, all devices
@@ -199,6 +220,10 @@ class Report {
     std::optional<double> blocks_per_sm;       // duration-weighted
   };
   std::vector<KernelRow> top_kernels;
+  // Every operator (as the tables: user ranges and steps left out), in key_averages' order, and
+  // every kernel by total time: the tables above are their top_n; ReportDiff compares these.
+  std::vector<OpRow> operators;
+  std::vector<KernelRow> kernels;
 
   // ---- findings, largest possible saving first ----
   struct Evidence {
@@ -225,6 +250,14 @@ class Report {
 
   std::string summary() const;  // plain text for a terminal
   std::string to_json() const;  // keys documented in docs/report.md
+  // A self-contained HTML page (no scripts, no network; inline SVG charts and CSS): the trace
+  // quality, the step-time breakdown per step, GPU utilization over time, the idle causes, the
+  // findings and the tables. Well-formed XML (XHTML syntax), so XML tools read it too.
+  std::string to_html() const;
+  // to_json() / to_html() written to `path` through a temporary file renamed into place, as
+  // traces are (a ".gz" path is gzip'ed); throw ptprof::Error naming the path on failure.
+  void save_json(const std::string& path) const;
+  void save_html(const std::string& path) const;
 };
 
 }  // namespace ptprof

@@ -16,6 +16,7 @@
 #include "analysis/intervals.h"
 #include "analysis/names.h"
 #include "ptprof/trace.h"
+#include "trace/json_writer.h"
 
 namespace ptprof {
 
@@ -107,9 +108,7 @@ double percentile(std::vector<double> v, double q) {
 }
 
 std::string pct_text(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f%%", share * 100);
-  return buf;
+  return format_fixed(share * 100, 1) + "%";
 }
 
 // What the host thread is doing, by priority: a moment belongs to the first class active then.
@@ -691,6 +690,16 @@ struct Analysis {
           value += edges[k].kind == 0 ? edges[k].value : -edges[k].value;
         }
         if (any_piece) dev.sm_efficiency = integral / static_cast<double>(window);
+        if (opt.utilization_buckets > 0) {
+          const int64_t buckets = opt.utilization_buckets;
+          const int64_t width = std::max<int64_t>(1, window / buckets + (window % buckets != 0));
+          dev.utilization_bucket_ns = width;
+          for (int64_t lo = window_start; lo < window_end; lo += width) {
+            const int64_t hi = std::min(lo + width, window_end);
+            dev.utilization_series.push_back(static_cast<double>(total_within(kernel_set, lo, hi)) /
+                                             static_cast<double>(hi - lo));
+          }
+        }
       }
       if (occ_time > 0) dev.achieved_occupancy = occ_weighted / occ_time;
       if (k_time > 0) {
@@ -1107,7 +1116,10 @@ struct Analysis {
     for (std::size_t si = 0; si < r.steps.size(); ++si) {
       const auto& step = r.steps[si];
       const int64_t step_tid = step_event[si] >= 0 ? t.events[step_event[si]].tid : kMinNs;
-      for (const auto& [d, busy] : busy_by_device) {
+      for (const auto& device_busy : busy_by_device) {
+        // Named copies: a lambda below captures them (C++17 cannot capture structured bindings).
+        const int32_t d = device_busy.first;
+        const Intervals& busy = device_busy.second;
         const Intervals gaps = subtract({{step.start_ns, step.end_ns}}, busy);
         const auto& starts = by_start[d];
         const auto& ends = by_end[d];
@@ -1213,6 +1225,7 @@ struct Analysis {
       if (v.size() > n) v.resize(n);
       return v;
     };
+    r.operators = ops;
     r.top_ops_by_self_cpu = top([](const Report::OpRow& o) { return o.self_cpu_ns; });
     if (ka.has_device_time)
       r.top_ops_by_self_device = top([](const Report::OpRow& o) { return o.self_device_ns; });
@@ -1232,14 +1245,14 @@ struct Analysis {
       w.bps += d * e.kernel.blocks_per_sm;
     }
     for (const KernelStat& k : kt.rows) {
-      if (r.top_kernels.size() >= n) break;
       Report::KernelRow row{k.name, k.count, k.total_ns, k.min_ns, k.max_ns, {}, {}};
       auto w = weighted.find(k.name);
       if (w != weighted.end() && w->second.time > 0) {
         row.achieved_occupancy = w->second.occ / w->second.time;
         row.blocks_per_sm = w->second.bps / w->second.time;
       }
-      r.top_kernels.push_back(std::move(row));
+      if (r.top_kernels.size() < n) r.top_kernels.push_back(row);
+      r.kernels.push_back(std::move(row));
     }
   }
 
@@ -1573,7 +1586,9 @@ struct Analysis {
       Intervals stretch_gaps;
       std::map<int32_t, Intervals> gaps_by_device;
       int64_t stretches = 0, stretch_kernels = 0;
-      for (auto& [key, v] : by_stream) {
+      for (auto& stream_events : by_stream) {
+        const auto& key = stream_events.first;  // captured below: not a structured binding
+        auto& v = stream_events.second;
         std::stable_sort(v.begin(), v.end(), [&](int64_t a, int64_t b) {
           return t.events[a].start_ns < t.events[b].start_ns;
         });
@@ -1706,9 +1721,8 @@ struct Analysis {
         // If it ran at full occupancy with time inversely proportional to it: optimistic.
         const double s = k.time * (1 - occ / 100) / n;
         saving += s;
-        char note[96];
-        std::snprintf(note, sizeof(note), "est. achieved occupancy %.0f%%, %s of kernel time", occ,
-                      pct_text(k.time / kernel_total).c_str());
+        const std::string note = "est. achieved occupancy " + format_fixed(occ, 0) + "%, " +
+                                 pct_text(k.time / kernel_total) + " of kernel time";
         f.evidence.push_back(evidence(std::string(name), static_cast<double>(k.calls) / n,
                                       static_cast<int64_t>(k.time / n), note));
       }
@@ -1732,6 +1746,13 @@ struct Analysis {
 
 Report::Report(const Trace& trace, const ReportOptions& opts) : options(opts) {
   for (int c = 0; c < kIdleCauses; ++c) idle_causes[c].cause = static_cast<IdleCause>(c);
+  source.process_name = trace.process_name;
+  source.worker_name = trace.worker_name;
+  source.pid = trace.pid;
+  source.window_start_ns = trace.window_start_ns;
+  source.window_end_ns = trace.window_end_ns;
+  source.window_index = trace.window_index;
+  source.events = static_cast<int64_t>(trace.events.size());
   Analysis a(trace, options, *this);
   a.index();
   a.check_quality();

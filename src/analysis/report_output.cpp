@@ -9,34 +9,25 @@
 #include <string>
 #include <vector>
 
-#include "trace/json_writer.h"
 #include "ptprof/report.h"
+#include "trace/json_writer.h"
 
 namespace ptprof {
 
 namespace {
 
+using detail::format_c;
 using detail::JsonWriter;
 
 int64_t rounded(double ns) {
   return static_cast<int64_t>(std::llround(ns));
 }
 
-std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* f, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, f);
-  std::vsnprintf(buf, sizeof(buf), f, ap);
-  va_end(ap);
-  return buf;
-}
-
 std::string ms(double ns) {
-  return fmt("%.3f ms", ns / 1e6);
+  return format_c("%.3f ms", ns / 1e6);
 }
 std::string pct(double share) {
-  return fmt("%.1f%%", share * 100);
+  return format_c("%.1f%%", share * 100);
 }
 std::string shorten(const std::string& s, std::size_t n) {
   return s.size() <= n ? s : s.substr(0, n - 3) + "...";
@@ -322,8 +313,9 @@ std::string Report::summary() const {
   if (!breakdown_determined) {
     line("ptprof report: no step could be analysed");
   } else if (has_steps) {
-    line(fmt("ptprof report: %zu steps (#%s..#%s), %s per step on average", steps.size(),
-             steps.front().name.c_str(), steps.back().name.c_str(), ms(average_step_ns).c_str()));
+    line(format_c("ptprof report: %zu steps (#%s..#%s), %s per step on average", steps.size(),
+                  steps.front().name.c_str(), steps.back().name.c_str(),
+                  ms(average_step_ns).c_str()));
   } else {
     line("ptprof report: no ProfilerStep# ranges; the whole trace is one step of " +
          ms(average_step_ns));
@@ -344,17 +336,18 @@ std::string Report::summary() const {
     for (int c = 0; c < kStepCategories; ++c) {
       const double avg = average_ns[c];
       std::string l =
-          fmt("  %-14s %12s %7s", step_category_name(static_cast<StepCategory>(c)), ms(avg).c_str(),
-              pct(average_step_ns > 0 ? avg / average_step_ns : 0).c_str());
+          format_c("  %-14s %12s %7s", step_category_name(static_cast<StepCategory>(c)),
+                   ms(avg).c_str(), pct(average_step_ns > 0 ? avg / average_step_ns : 0).c_str());
       if (spread_determined)
-        l += fmt("   p50 %s  p90 %s", ms(category_spread[c].p50_ns).c_str(),
-                 ms(category_spread[c].p90_ns).c_str());
+        l += format_c("   p50 %s  p90 %s", ms(category_spread[c].p50_ns).c_str(),
+                      ms(category_spread[c].p90_ns).c_str());
       line(l);
     }
-    std::string total = fmt("  %-14s %12s %7s", "Total", ms(average_step_ns).c_str(), "100.0%");
+    std::string total =
+        format_c("  %-14s %12s %7s", "Total", ms(average_step_ns).c_str(), "100.0%");
     if (spread_determined)
-      total +=
-          fmt("   p50 %s  p90 %s", ms(step_spread.p50_ns).c_str(), ms(step_spread.p90_ns).c_str());
+      total += format_c("   p50 %s  p90 %s", ms(step_spread.p50_ns).c_str(),
+                        ms(step_spread.p90_ns).c_str());
     line(total);
     std::string each = "  steps:";
     std::string outliers;
@@ -376,11 +369,11 @@ std::string Report::summary() const {
     line("");
     line("GPU");
     for (const auto& d : devices) {
-      std::string l = fmt("  GPU %d", d.id) + (d.name.empty() ? "" : " " + d.name) + ": ";
+      std::string l = format_c("  GPU %d", d.id) + (d.name.empty() ? "" : " " + d.name) + ": ";
       l += "utilization " + pct(d.utilization) + " (TB, kernels over the steps)";
       l += ", est. SM efficiency " + (d.sm_efficiency ? pct(*d.sm_efficiency) : std::string("n/a"));
       l += ", est. achieved occupancy " +
-           (d.achieved_occupancy ? fmt("%.1f%%", *d.achieved_occupancy) : std::string("n/a"));
+           (d.achieved_occupancy ? format_c("%.1f%%", *d.achieved_occupancy) : std::string("n/a"));
       line(l);
       if (idle_causes_determined)
         line("    no kernel, copy or memset running: " +
@@ -390,13 +383,14 @@ std::string Report::summary() const {
              " of kernel time (TB's names), " + pct(d.tensor_core_share_sm90.value_or(0)) +
              " with sm90+ names");
       if (d.peak_allocated_bytes)
-        line(fmt("    memory peak %.2f GiB",
-                 static_cast<double>(*d.peak_allocated_bytes) / (1 << 30)) +
+        line(format_c("    memory peak %.2f GiB",
+                      static_cast<double>(*d.peak_allocated_bytes) / (1 << 30)) +
              (d.total_memory_bytes
-                  ? fmt(" of %.2f GiB", static_cast<double>(*d.total_memory_bytes) / (1 << 30))
+                  ? format_c(" of %.2f GiB", static_cast<double>(*d.total_memory_bytes) / (1 << 30))
                   : std::string()));
       if (d.max_queue_length > 0)
-        line(fmt("    launch queue (HTA's measure): up to %" PRId64 " queued", d.max_queue_length) +
+        line(format_c("    launch queue (HTA's measure): up to %" PRId64 " queued",
+                      d.max_queue_length) +
              (d.full_queue_ns > 0 ? ", full for " + ms(static_cast<double>(d.full_queue_ns))
                                   : std::string()));
     }
@@ -407,10 +401,10 @@ std::string Report::summary() const {
            pct(temporal.compute_ns / span) + ", non-compute " +
            pct(temporal.non_compute_ns / span) + " of " + ms(span));
       for (const auto& st : stream_idle)
-        line(fmt("    GPU %d stream %" PRId64 " idle: host wait %s, kernel wait %s, other %s",
-                 st.device, st.stream, ms(static_cast<double>(st.host_wait_ns)).c_str(),
-                 ms(static_cast<double>(st.kernel_wait_ns)).c_str(),
-                 ms(static_cast<double>(st.other_ns)).c_str()));
+        line(format_c("    GPU %d stream %" PRId64 " idle: host wait %s, kernel wait %s, other %s",
+                      st.device, st.stream, ms(static_cast<double>(st.host_wait_ns)).c_str(),
+                      ms(static_cast<double>(st.kernel_wait_ns)).c_str(),
+                      ms(static_cast<double>(st.other_ns)).c_str()));
     }
   }
 
@@ -427,10 +421,10 @@ std::string Report::summary() const {
     });
     for (const CauseTotal* c : order) {
       std::string l =
-          fmt("  %-15s %12s %7s", idle_cause_name(c->cause),
-              ms(static_cast<double>(c->total_ns) / n).c_str(),
-              pct(static_cast<double>(c->total_ns) / static_cast<double>(gpu_idle_in_steps_ns))
-                  .c_str());
+          format_c("  %-15s %12s %7s", idle_cause_name(c->cause),
+                   ms(static_cast<double>(c->total_ns) / n).c_str(),
+                   pct(static_cast<double>(c->total_ns) / static_cast<double>(gpu_idle_in_steps_ns))
+                       .c_str());
       std::string names;
       for (std::size_t k = 0; k < c->top.size() && k < 3; ++k)
         names += (k ? ", " : "  ") + shorten(c->top[k].first, 40) + " " +
@@ -447,14 +441,14 @@ std::string Report::summary() const {
     int rank = 0;
     for (const auto& f : findings) {
       std::string head =
-          fmt("  %d. [%s] ", ++rank, f.source == "tensorboard" ? "TB" : "ptprof") + f.title;
+          format_c("  %d. [%s] ", ++rank, f.source == "tensorboard" ? "TB" : "ptprof") + f.title;
       if (f.saving_ns_per_step)
         head += " -- up to " + ms(static_cast<double>(*f.saving_ns_per_step)) + " per step (" +
                 pct(f.saving_share) + ")";
       line(head);
       for (const auto& e : f.evidence) {
         std::string l = "     - " + shorten(e.what, 70);
-        if (e.per_step > 0) l += fmt(": %.1f per step", e.per_step);
+        if (e.per_step > 0) l += format_c(": %.1f per step", e.per_step);
         if (e.ns_per_step > 0)
           l += (e.per_step > 0 ? ", " : ": ") + ms(static_cast<double>(e.ns_per_step)) +
                " per step (" + pct(e.share_of_step) + ")";
@@ -470,8 +464,8 @@ std::string Report::summary() const {
     line("");
     line(title);
     for (const auto& o : rows)
-      line(fmt("  %-50s %8" PRId64 " calls %12s", shorten(o.name, 50).c_str(), o.calls,
-               ms(static_cast<double>(device ? o.self_device_ns : o.self_cpu_ns)).c_str()));
+      line(format_c("  %-50s %8" PRId64 " calls %12s", shorten(o.name, 50).c_str(), o.calls,
+                    ms(static_cast<double>(device ? o.self_device_ns : o.self_cpu_ns)).c_str()));
   };
   ops_table("Top operators by self CPU time", top_ops_by_self_cpu, false);
   ops_table("Top operators by self device time", top_ops_by_self_device, true);
@@ -479,9 +473,9 @@ std::string Report::summary() const {
     line("");
     line("Top kernels by total time");
     for (const auto& k : top_kernels) {
-      std::string l = fmt("  %-50s %8" PRId64 " calls %12s", shorten(k.name, 50).c_str(), k.calls,
-                          ms(static_cast<double>(k.total_ns)).c_str());
-      if (k.achieved_occupancy) l += fmt("  occupancy %.0f%%", *k.achieved_occupancy);
+      std::string l = format_c("  %-50s %8" PRId64 " calls %12s", shorten(k.name, 50).c_str(),
+                               k.calls, ms(static_cast<double>(k.total_ns)).c_str());
+      if (k.achieved_occupancy) l += format_c("  occupancy %.0f%%", *k.achieved_occupancy);
       line(l);
     }
   }

@@ -7,7 +7,8 @@
 //   ptprof kernels TRACE [--row-limit N]
 //   ptprof memory TRACE [OUT.json|OUT.html]
 //   ptprof stacks TRACE OUT[.svg] [--metric self_cpu_time_total|self_cuda_time_total]
-//   ptprof report TRACE [--json]                          why the step is slow, and what to do
+//   ptprof report TRACE|DIR [--json] [--html OUT]        why the step is slow, and what to do
+//   ptprof diff A B [--json]                              what changed between two runs
 //
 // Exit status: 0 done, 1 a result could not be written, 2 bad usage or an unreadable trace
 // (the message names the file and, for malformed content, the byte offset).
@@ -17,13 +18,17 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ptprof/error.h"
 #include "ptprof/key_averages.h"
 #include "ptprof/report.h"
+#include "ptprof/report_diff.h"
 #include "ptprof/trace.h"
 #include "trace/json_writer.h"
 #include "trace/trace_reader.h"
@@ -121,9 +126,52 @@ int memory(const std::string& path, const std::string& out) {
   return 0;
 }
 
-int report(const std::string& path, bool json) {
-  const ptprof::Report r(read(path));
-  std::cout << (json ? r.to_json() : r.summary());
+// A TensorBoard run directory (or any directory) stands for the traces in it, in name order.
+std::vector<std::string> traces_of(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return {path};
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+    const std::string name = e.path().filename().string();
+    auto ends = [&](const char* s) {
+      const std::size_t n = std::strlen(s);
+      return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+    };
+    if (e.is_regular_file() && (ends(".pt.trace.json") || ends(".pt.trace.json.gz")))
+      files.push_back(e.path().string());
+  }
+  if (ec) throw InputError("ptprof: cannot list " + path + ": " + ec.message());
+  if (files.empty()) throw InputError("ptprof: " + path + " holds no *.pt.trace.json[.gz] file");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+int report(const std::string& path, bool json, const std::string& html) {
+  const std::vector<std::string> files = traces_of(path);
+  if (!html.empty() && files.size() > 1)
+    throw InputError("ptprof: --html writes one page: give one trace, not " + path + " (" +
+                     std::to_string(files.size()) + " traces)");
+  if (json && files.size() > 1) std::cout << "[\n";
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const ptprof::Report r(read(files[i]));
+    if (json) {
+      std::cout << (i ? ",\n" : "") << r.to_json();
+    } else {
+      if (files.size() > 1) std::cout << (i ? "\n" : "") << "== " << files[i] << "\n";
+      std::cout << r.summary();
+    }
+    if (!html.empty()) r.save_html(html);
+  }
+  if (json && files.size() > 1) std::cout << "]\n";
+  return 0;
+}
+
+int diff(const std::string& a, const std::string& b, bool json) {
+  ptprof::ReportDiffOptions o;
+  o.before_label = std::filesystem::path(a).filename().string();
+  o.after_label = std::filesystem::path(b).filename().string();
+  const ptprof::ReportDiff d(ptprof::Report(read(a)), ptprof::Report(read(b)), o);
+  std::cout << (json ? d.to_json() : d.summary());
   return 0;
 }
 
@@ -186,10 +234,19 @@ int main(int argc, char** argv) {
       ->check(
           CLI::IsMember({"self_cpu_time_total", "self_cuda_time_total", "self_device_time_total"}));
 
+  std::string html, other;
   CLI::App* rp = app.add_subcommand(
       "report", "the diagnosis: step breakdown, GPU idle and its causes, ranked findings");
-  trace_arg(rp);
+  rp->add_option("TRACE", path, "trace file, or a directory of them (a TensorBoard run)")
+      ->required();
   rp->add_flag("--json", json, "the report as JSON (keys in docs/report.md)");
+  rp->add_option("--html", html, "also write the report as a self-contained HTML page");
+
+  CLI::App* df = app.add_subcommand(
+      "diff", "what changed from run A to run B: step categories, operators, kernels, findings");
+  df->add_option("A", path, "the trace before")->required();
+  df->add_option("B", other, "the trace after")->required();
+  df->add_flag("--json", json, "the difference as JSON (keys in docs/report.md)");
 
   try {
     app.parse(argc, argv);
@@ -216,7 +273,8 @@ int main(int argc, char** argv) {
       read(path).export_stacks(out, metric);
       return 0;
     }
-    if (*rp) return report(path, json);
+    if (*rp) return report(path, json, html);
+    if (*df) return diff(path, other, json);
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

@@ -1,12 +1,16 @@
 #include "ptprof/session.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -14,16 +18,18 @@
 
 #include <ATen/record_function.h>
 
-#include "trace/clock.h"
+#include "gpu/gpu_backend.h"
+#include "ptprof/error.h"
+#include "ptprof/report.h"
 #include "recording/details.h"
-#include "trace/flops.h"
+#include "recording/recorder.h"
 #include "recording/stack_capture.h"
 #include "recording/symbolizer.h"
-#include "gpu/gpu_backend.h"
+#include "trace/clock.h"
+#include "trace/flops.h"
+#include "trace/handlers.h"
 #include "trace/json_writer.h"
 #include "trace/process_info.h"
-#include "ptprof/error.h"
-#include "recording/recorder.h"
 
 namespace ptprof {
 
@@ -35,7 +41,9 @@ bool recording(ProfilerAction a) {
   return a == ProfilerAction::RECORD || a == ProfilerAction::RECORD_AND_SAVE;
 }
 
-void warn(const std::string& msg) { std::fprintf(stderr, "[ptprof] warning: %s\n", msg.c_str()); }
+void warn(const std::string& msg) {
+  std::fprintf(stderr, "[ptprof] warning: %s\n", msg.c_str());
+}
 
 std::string json_string(const std::string& s) {
   std::string out;
@@ -152,7 +160,8 @@ class SessionImpl {
   void validate() const {
     if (opts_.schedule) opts_.schedule->validate();
     if (opts_.activities.empty())
-      throw Error("ptprof: Options.activities is empty; ask for Activity::CPU and/or Activity::CUDA");
+      throw Error(
+          "ptprof: Options.activities is empty; ask for Activity::CPU and/or Activity::CUDA");
     for (std::size_t i = 0; i < opts_.on_trace_ready.size(); ++i) {
       if (!opts_.on_trace_ready[i])
         throw Error("ptprof: Options.on_trace_ready[" + std::to_string(i) + "] is null");
@@ -252,7 +261,8 @@ class SessionImpl {
     // The previous trace ends here (last_trace() is valid until the next window ends), before
     // the new one is built, so the two are not both held for the budget's sake.
     last_trace_.reset();
-    const bool background = opts_.write_in_background && !opts_.on_trace_ready.empty();
+    const bool outputs = !opts_.on_trace_ready.empty() || opts_.report;
+    const bool background = opts_.write_in_background && outputs;
     if (background) {
       // Back-pressure, before building: the writer holds at most one trace (the one it is
       // writing) while this one is built, however slow the disk is.
@@ -271,7 +281,7 @@ class SessionImpl {
     trace->attribute_memory();
     last_trace_ = trace;
     ++window_index_;
-    if (opts_.on_trace_ready.empty()) return;
+    if (!outputs) return;
     if (!background) {
       for (auto& e : run_handlers(*trace)) report_error(e);
       return;
@@ -288,12 +298,40 @@ class SessionImpl {
       try {
         opts_.on_trace_ready[i]->handle(trace);
       } catch (const std::exception& e) {
-        errors.push_back(std::string("trace handler ") + std::to_string(i) + " failed: " + e.what());
+        errors.push_back(std::string("trace handler ") + std::to_string(i) +
+                         " failed: " + e.what());
       } catch (...) {
-        errors.push_back("trace handler " + std::to_string(i) + " failed with an unknown exception");
+        errors.push_back("trace handler " + std::to_string(i) +
+                         " failed with an unknown exception");
       }
     }
+    if (opts_.report) write_report(trace, &errors);
     return errors;
+  }
+
+  // Options::report: the report printed, and saved beside each trace file the handlers wrote.
+  void write_report(const Trace& trace, std::vector<std::string>* errors) {
+    try {
+      const Report report(trace);
+      std::cout << report.summary() << std::flush;
+      for (const TraceHandlerPtr& h : opts_.on_trace_ready) {
+        const auto* file = dynamic_cast<const detail::FileTraceHandler*>(h.get());
+        if (file == nullptr || file->last_path().empty()) continue;
+        const std::string& path = file->last_path();
+        const auto slash = path.rfind('/');
+        const std::string dir =
+            slash == std::string::npos ? "reports" : path.substr(0, slash) + "/reports";
+        const std::string base =
+            dir + "/" + path.substr(slash == std::string::npos ? 0 : slash + 1);
+        if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+          throw Error("ptprof: cannot create report directory " + dir + ": " +
+                      std::strerror(errno));
+        report.save_json(base + ".report.json");
+        report.save_html(base + ".report.html");
+      }
+    } catch (const std::exception& e) {
+      errors->push_back(std::string("report: ") + e.what());
+    }
   }
 
   void writer_loop() {
@@ -564,17 +602,27 @@ ProfileSession& ProfileSession::operator=(ProfileSession&& other) noexcept {
 void ProfileSession::step() {
   if (impl_) impl_->step();
 }
-Status ProfileSession::stop() { return impl_ ? impl_->stop() : Status{}; }
-int64_t ProfileSession::step_num() const { return impl_ ? impl_->step_num() : 0; }
+Status ProfileSession::stop() {
+  return impl_ ? impl_->stop() : Status{};
+}
+int64_t ProfileSession::step_num() const {
+  return impl_ ? impl_->step_num() : 0;
+}
 ProfilerAction ProfileSession::current_action() const {
   return impl_ ? impl_->action() : ProfilerAction::NONE;
 }
-bool ProfileSession::active() const { return impl_ && impl_->active(); }
-const Trace* ProfileSession::last_trace() const { return impl_ ? impl_->last_trace() : nullptr; }
+bool ProfileSession::active() const {
+  return impl_ && impl_->active();
+}
+const Trace* ProfileSession::last_trace() const {
+  return impl_ ? impl_->last_trace() : nullptr;
+}
 KeyAverages ProfileSession::key_averages(bool group_by_input_shape) const {
   const Trace* t = last_trace();
   return t ? t->key_averages(group_by_input_shape) : KeyAverages{};
 }
-Status ProfileSession::status() const { return impl_ ? impl_->status() : Status{}; }
+Status ProfileSession::status() const {
+  return impl_ ? impl_->status() : Status{};
+}
 
 }  // namespace ptprof

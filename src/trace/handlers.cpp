@@ -6,12 +6,15 @@
 #include <cstring>
 #include <utility>
 
-#include "trace/process_info.h"
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
 #include "ptprof/trace_handler.h"
+#include "trace/handlers.h"
+#include "trace/process_info.h"
 
 namespace ptprof {
+
+using detail::FileTraceHandler;
 
 namespace {
 
@@ -32,7 +35,7 @@ void make_dirs(const std::string& dir) {
     throw Error("ptprof: trace directory " + dir + " is not a directory");
 }
 
-class TensorBoardHandler final : public TraceHandler {
+class TensorBoardHandler final : public FileTraceHandler {
  public:
   TensorBoardHandler(std::string dir, std::string worker, bool gzip, bool exact_schema)
       : dir_(std::move(dir)), worker_(std::move(worker)), gzip_(gzip) {
@@ -41,7 +44,7 @@ class TensorBoardHandler final : public TraceHandler {
   }
   void handle(const Trace& trace) override {
     make_dirs(dir_);
-    const std::string worker = !worker_.empty() ? worker_
+    const std::string worker = !worker_.empty()             ? worker_
                                : !trace.worker_name.empty() ? trace.worker_name
                                                             : detail::default_worker_name();
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -50,6 +53,7 @@ class TensorBoardHandler final : public TraceHandler {
     std::string path = dir_ + "/" + worker + "." + std::to_string(ns) + ".pt.trace.json";
     if (gzip_) path += ".gz";
     trace.save(path, save_);
+    last_path_ = path;
   }
 
  private:
@@ -59,12 +63,15 @@ class TensorBoardHandler final : public TraceHandler {
   Trace::SaveOptions save_;
 };
 
-class ChromeTraceHandler final : public TraceHandler {
+class ChromeTraceHandler final : public FileTraceHandler {
  public:
   explicit ChromeTraceHandler(std::string path) : path_(std::move(path)) {
     if (path_.empty()) throw Error("ptprof: chrome_trace_handler: path is empty");
   }
-  void handle(const Trace& trace) override { trace.save(path_); }
+  void handle(const Trace& trace) override {
+    trace.save(path_);
+    last_path_ = path_;
+  }
 
  private:
   std::string path_;

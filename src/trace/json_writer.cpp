@@ -1,5 +1,10 @@
 #include "trace/json_writer.h"
 
+#include <locale.h>
+
+#include <cstdarg>
+#include <cstdio>
+
 #include <charconv>
 #include <cmath>
 #include <string>
@@ -14,6 +19,28 @@ void append_fixed(std::string& out, double v, int decimals) {
   char buf[400];
   const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
   out.append(buf, r.ptr);
+}
+
+std::string format_c(const char* format, ...) {
+  static const locale_t c_locale = ::newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
+  const locale_t previous = c_locale ? ::uselocale(c_locale) : static_cast<locale_t>(nullptr);
+  char buf[512];
+  va_list ap;
+  va_start(ap, format);
+  const int n = std::vsnprintf(buf, sizeof(buf), format, ap);
+  va_end(ap);
+  std::string out;
+  if (n >= static_cast<int>(sizeof(buf))) {
+    out.resize(static_cast<std::size_t>(n) + 1);
+    va_start(ap, format);
+    std::vsnprintf(out.data(), out.size(), format, ap);
+    va_end(ap);
+    out.resize(static_cast<std::size_t>(n));
+  } else if (n > 0) {
+    out.assign(buf, static_cast<std::size_t>(n));
+  }
+  if (previous) ::uselocale(previous);
+  return out;
 }
 
 std::string format_fixed(double v, int decimals) {
@@ -284,13 +311,27 @@ void JsonWriter::escape_into(std::string& out, std::string_view s) {
     }
     out.append(s.data() + run, i - run);
     switch (c) {
-      case '"': out.append("\\\""); break;
-      case '\\': out.append("\\\\"); break;
-      case '\b': out.append("\\b"); break;
-      case '\f': out.append("\\f"); break;
-      case '\n': out.append("\\n"); break;
-      case '\r': out.append("\\r"); break;
-      case '\t': out.append("\\t"); break;
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '\b':
+        out.append("\\b");
+        break;
+      case '\f':
+        out.append("\\f");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
       default:
         if (c < 0x20) {
           const char e[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};

@@ -20,6 +20,9 @@ namespace ptprof::detail {
 // one with a decimal comma ("1,50" is no SVG coordinate). The digits are printf's in "C".
 void append_fixed(std::string& out, double v, int decimals);  // "%.*f"
 std::string format_fixed(double v, int decimals);
+// printf into a string as in the "C" locale whatever the process's is (uselocale, this thread
+// only), for text that mixes numbers with words; numbers alone go through format_fixed.
+std::string format_c(const char* format, ...) __attribute__((format(printf, 1, 2)));
 std::string format_general(double v, int precision = 6);  // "%.*g"
 
 // Length of the well-formed UTF-8 sequence starting at s[i] (no overlong forms, surrogates or

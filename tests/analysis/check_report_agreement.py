@@ -402,12 +402,21 @@ def run(args):
             path = os.path.join(out, name, f"{name}.1.pt.trace.json")
             traces.append(("seam/" + name, path, load(os.path.join(out, f"{name}.report.json")),
                            load(os.path.join(out, f"{name}.report_last.json"))))
+    walkthrough = {}  # trace name -> whether it is the data-loading-bound run
     if args.demo:
         log = os.path.join(args.work, "demo")
         subprocess.run(["rm", "-rf", log], check=True)
         subprocess.run([args.demo, os.path.join(log, "run")], check=True, capture_output=True)
         for f in sorted(glob.glob(os.path.join(log, "run", "*.pt.trace.json*"))):
             traces.append(("demo/" + os.path.basename(f), f, None, None))
+        # The walkthrough's case as scripts/demo runs it: data-loading bound, then the fix.
+        for run, extra in (("loader_bound", []), ("loader_workers", ["--workers", "8"])):
+            subprocess.run([args.demo, os.path.join(log, run), "--sample-latency-us", "50"] + extra,
+                           check=True, capture_output=True)
+            for f in sorted(glob.glob(os.path.join(log, run, "*.pt.trace.json*"))):
+                name = f"walkthrough/{run}/" + os.path.basename(f)
+                traces.append((name, f, None, None))
+                walkthrough[name] = run == "loader_bound"
     if args.torch_profiler:
         # A trace written by Python's torch.profiler (CPU; its DataLoader ranges are its own).
         out = os.path.join(args.work, "torch_profiler", "torch.pt.trace.json")
@@ -420,6 +429,7 @@ def run(args):
             traces.append(("shared/" + os.path.relpath(f, args.shared_traces), f, None, None))
 
     results = []
+    walkthrough_seen = {True: 0, False: 0}
     for name, path, report, report_last in traces:
         res = Result(name)
         file_report = report_of(args.report_json, path)
@@ -432,6 +442,18 @@ def run(args):
             b = [s["categories_us"] for s in file_report["steps"]["per_step"]]
             res.check("in-memory vs file breakdown", len(a), len(b), a == b)
         trace = load(path)
+        if name in walkthrough:
+            # Section 4 of the walkthrough: ptprof and the plugin both call the first run
+            # data-loading bound, with the share of the step, and not the second.
+            bound = walkthrough[name]
+            walkthrough_seen[bound] += 1
+            ours = [f for f in report["findings"] if f["id"] == "data_loading"]
+            prof = tb_profile(trace)
+            theirs = "data_loading" in tb_recommendation_ids(prof.recommendations)
+            res.check("walkthrough: ptprof says data-loading bound", bool(ours), bound,
+                      bool(ours) == bound)
+            res.check("walkthrough: TensorBoard says data-loading bound", theirs, bound,
+                      theirs == bound)
         if isinstance(trace, dict) and "traceEvents" in trace:
             compare_tb(res, trace, report)
             hta_path = hta_input(res, path, args.work)
@@ -444,6 +466,9 @@ def run(args):
         for n in res.notes:
             print(f"  note: {n}")
 
+    if args.demo and not (walkthrough_seen[True] and walkthrough_seen[False]):
+        print("the walkthrough's runs wrote no trace:", walkthrough_seen)
+        return 1
     summary = {r.name: {"checks": len(r.rows), "failures": r.failures, "notes": r.notes}
                for r in results}
     with open(os.path.join(args.work, "agreement.json"), "w") as f:

@@ -4,15 +4,17 @@
 #include <cstdlib>
 #include <string>
 
-#include "trace/trace_reader.h"
 #include "ptprof/error.h"
 #include "ptprof/key_averages.h"
+#include "ptprof/report.h"
 #include "ptprof/trace.h"
+#include "trace/json_writer.h"
+#include "trace/trace_reader.h"
 
 namespace ptprof::fuzz {
 
-// key_averages and its table (both groupings, a sort that reads every column), then the
-// trace written back as JSON, which must parse again with the same events; and what ptprof
+// key_averages and its table (both groupings, a sort that reads every column), the report, then
+// the trace written back as JSON, which must parse again with the same events; and what ptprof
 // wrote from a trace it read must come out byte for byte the same when read and written again
 // (the reader reads everything the writer writes). Not the first writing: names with invalid
 // UTF-8 are written with U+FFFD escaped, which reads back as the character itself.
@@ -22,6 +24,13 @@ inline void exercise_trace(const Trace& trace) {
     (void)avg.table(SortBy::SelfCpuTimeTotal, 20);
     (void)avg.table(SortBy::Flops, 5);
   }
+  // The report on whatever the reader accepted: it says what it could not determine, never
+  // crashes, and writes valid JSON.
+  const Report report(trace);
+  (void)report.summary();
+  (void)report.to_html();
+  if (!detail::json_problem(report.to_json(), detail::JsonWriter::kMaxDepth).empty())
+    __builtin_trap();
   const std::string json = trace.to_json();
   Trace again;
   try {
