@@ -35,9 +35,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ptprof/report.h"
+#include "ptprof/trace.h"
 #include "trace/byte_source.h"
 #include "trace/trace_reader.h"
-#include "ptprof/trace.h"
 
 namespace {
 
@@ -496,15 +497,15 @@ int64_t json_size(const std::string& path) {
   return n;
 }
 
-// `cli table path` with its output discarded: wall time, CPU time and peak RSS of the process.
-bool run_cli(const std::string& cli, Result& r) {
+// `cli command path` with its output discarded: wall time, CPU time and peak RSS of the process.
+bool run_cli(const std::string& cli, const char* command, Result& r) {
   const double w0 = now_s();
   const pid_t pid = fork();
   if (pid < 0) return false;
   if (pid == 0) {
     const int null = ::open("/dev/null", O_WRONLY);
     if (null >= 0) dup2(null, 1);
-    execl(cli.c_str(), cli.c_str(), "table", r.path.c_str(), static_cast<char*>(nullptr));
+    execl(cli.c_str(), cli.c_str(), command, r.path.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   int status = 0;
@@ -574,11 +575,25 @@ int main(int argc, char** argv) {
   const std::string gz = plain + ".gz";
   const double g0 = now_s();
   std::size_t events = 0;
+  // Issue 16's budget: the report of a window costs at most what writing its trace costs.
+  double write_s = 0, write_cpu = 0, report_s = 0, report_cpu = 0;
   {
     const Trace t = generate(mb << 20);
     events = t.events.size() + t.memory_events.size();
+    double w = now_s(), c = cpu_s();
     t.save(plain);
+    write_s = now_s() - w;
+    write_cpu = cpu_s() - c;
     t.save(gz);
+    w = now_s();
+    c = cpu_s();
+    const ptprof::Report report(t);
+    report_s = now_s() - w;
+    report_cpu = cpu_s() - c;
+    if (report.steps.empty()) {
+      std::fprintf(stderr, "bench_reader: the report of the generated trace has no steps\n");
+      return 1;
+    }
   }
   const double gen_s = now_s() - g0;
 
@@ -597,11 +612,17 @@ int main(int argc, char** argv) {
     results.push_back(r);
   }
   std::vector<Result> cli_results;
+  Result cli_report;
   if (!cli.empty()) {
+    cli_report = results.front();
+    if (!run_cli(cli, "report", cli_report)) {
+      std::fprintf(stderr, "bench_reader: %s report %s failed\n", cli.c_str(), plain.c_str());
+      return 1;
+    }
     for (const Result& f : results) {
       Result r = f;
       r.what = "table " + f.what;
-      if (!run_cli(cli, r)) {
+      if (!run_cli(cli, "table", r)) {
         std::fprintf(stderr, "bench_reader: %s table %s failed\n", cli.c_str(), f.path.c_str());
         return 1;
       }
@@ -638,7 +659,14 @@ int main(int argc, char** argv) {
           r.json_bytes / MB / r.wall, r.json_bytes / MB / r.cpu,
           static_cast<long long>(r.peak_rss));
     }
-    std::printf("]}\n");
+    std::printf(
+        "], \"report\": {\"write_s\": %.3f, \"write_cpu_s\": %.3f, \"report_s\": %.3f, "
+        "\"report_cpu_s\": %.3f",
+        write_s, write_cpu, report_s, report_cpu);
+    if (!cli.empty())
+      std::printf(", \"cli_report_wall_s\": %.3f, \"cli_report_peak_rss_bytes\": %lld",
+                  cli_report.wall, static_cast<long long>(cli_report.peak_rss));
+    std::printf("}}\n");
     return 0;
   }
   std::printf(
@@ -665,6 +693,13 @@ int main(int argc, char** argv) {
                   r.file_bytes / MB, r.json_bytes / MB, r.wall, r.json_bytes / MB / r.wall,
                   r.json_bytes / MB / r.cpu, r.peak_rss / MB);
   }
+  std::printf(
+      "ptprof::Report of the %zu-event trace in memory: %.2f s (CPU %.2f s); writing it as "
+      "JSON (Trace::save): %.2f s (CPU %.2f s); report / write %.2f\n",
+      events, report_s, report_cpu, write_s, write_cpu, report_cpu / write_cpu);
+  if (!cli.empty())
+    std::printf("`%s report FILE` (read, report, summary): %.2f s wall, peak RSS %.0f MB\n",
+                cli.c_str(), cli_report.wall, cli_report.peak_rss / MB);
   if (keep) std::printf("  kept: %s, %s\n", plain.c_str(), gz.c_str());
   return 0;
 }
