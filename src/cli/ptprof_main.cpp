@@ -9,6 +9,7 @@
 //   ptprof stacks TRACE OUT[.svg] [--metric self_cpu_time_total|self_cuda_time_total]
 //   ptprof report TRACE|DIR [--json] [--html OUT]        why the step is slow, and what to do
 //   ptprof diff A B [--json]                              what changed between two runs
+//                                                         (traces, or run directories)
 //
 // Exit status: 0 done, 1 a result could not be written, 2 bad usage or an unreadable trace
 // (the message names the file and, for malformed content, the byte offset).
@@ -166,10 +167,20 @@ int report(const std::string& path, bool json, const std::string& html) {
   return 0;
 }
 
-int diff(const std::string& a, const std::string& b, bool json) {
+// A directory (a TensorBoard run) stands for its last trace in name order:
+// tensorboard_trace_handler names them <worker>.<time>, so that is the run's last window.
+std::string last_trace_of(const std::string& path, std::string* label) {
+  const std::vector<std::string> files = traces_of(path);
+  *label = files.size() > 1 || files.back() != path
+               ? files.back()
+               : std::filesystem::path(path).filename().string();
+  return files.back();
+}
+
+int diff(const std::string& before, const std::string& after, bool json) {
   ptprof::ReportDiffOptions o;
-  o.before_label = std::filesystem::path(a).filename().string();
-  o.after_label = std::filesystem::path(b).filename().string();
+  const std::string a = last_trace_of(before, &o.before_label);
+  const std::string b = last_trace_of(after, &o.after_label);
   const ptprof::ReportDiff d(ptprof::Report(read(a)), ptprof::Report(read(b)), o);
   std::cout << (json ? d.to_json() : d.summary());
   return 0;
@@ -244,8 +255,8 @@ int main(int argc, char** argv) {
 
   CLI::App* df = app.add_subcommand(
       "diff", "what changed from run A to run B: step categories, operators, kernels, findings");
-  df->add_option("A", path, "the trace before")->required();
-  df->add_option("B", other, "the trace after")->required();
+  df->add_option("A", path, "the trace before, or a run directory (its last trace)")->required();
+  df->add_option("B", other, "the trace after, or a run directory (its last trace)")->required();
   df->add_flag("--json", json, "the difference as JSON (keys in docs/report.md)");
 
   try {

@@ -387,6 +387,49 @@ def report_of(tool, path, include_last=False):
     return json.loads(out)
 
 
+def check_cli(args, traces):
+    """The `ptprof` command as users run it: report of a run directory and of torch.profiler's
+    trace, and diff of the walkthrough's two runs given as directories."""
+    failures = []
+
+    def cli(*argv):
+        p = subprocess.run([args.cli] + list(argv), capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            failures.append(f"ptprof {' '.join(argv)}: exit {p.returncode}: {p.stderr[-500:]}")
+        return p.stdout
+
+    if args.demo:
+        log = os.path.join(args.work, "demo")
+        bound = cli("report", os.path.join(log, "loader_bound"))
+        if bound.count("ptprof report:") < 2 or "Data loading takes" not in bound:
+            failures.append("ptprof report loader_bound: no data-loading finding for each window")
+        fixed = cli("report", os.path.join(log, "loader_workers"))
+        if "ptprof report:" not in fixed or "Data loading takes" in fixed:
+            failures.append("ptprof report loader_workers: a data-loading finding after the fix")
+        out = cli("diff", os.path.join(log, "loader_bound"), os.path.join(log, "loader_workers"),
+                  "--json")
+        if out:
+            d = json.loads(out)
+            status = {f["id"]: f["status"] for f in d["findings"]}
+            loader = [c for c in d["steps"]["categories"] if c["category"] == "DataLoader"][0]
+            if status.get("data_loading") != "disappeared" or not loader["time"]["delta_us"] < 0:
+                failures.append(f"ptprof diff: data_loading {status.get('data_loading')!r}, "
+                                f"DataLoader {loader['time']['delta_us']} us per step")
+            else:
+                print("ok ptprof diff loader_bound loader_workers: data_loading disappeared, "
+                      f"DataLoader {loader['time']['delta_us']:+.1f} us per step")
+    for name, path, _, _ in traces:
+        if name.startswith("torch.profiler/"):
+            out = cli("report", path, "--json")
+            if out:
+                r = json.loads(out)
+                if not r["steps"]["per_step"]:
+                    failures.append("ptprof report of torch.profiler's trace found no step")
+                else:
+                    print(f"ok ptprof report {name}: {len(r['steps']['per_step'])} steps")
+    return failures
+
+
 def run(args):
     sys.path.insert(0, args.plugin_src)
     os.makedirs(args.work, exist_ok=True)
@@ -469,6 +512,12 @@ def run(args):
     if args.demo and not (walkthrough_seen[True] and walkthrough_seen[False]):
         print("the walkthrough's runs wrote no trace:", walkthrough_seen)
         return 1
+    if args.cli:
+        cli_failures = check_cli(args, traces)
+        if cli_failures:
+            for f in cli_failures:
+                print("BAD ptprof command:", f)
+            return 1
     summary = {r.name: {"checks": len(r.rows), "failures": r.failures, "notes": r.notes}
                for r in results}
     with open(os.path.join(args.work, "agreement.json"), "w") as f:
@@ -493,6 +542,7 @@ if __name__ == "__main__":
     p.add_argument("--h200")
     p.add_argument("--seam-tool")
     p.add_argument("--demo")
+    p.add_argument("--cli", help="the ptprof command, to check report and diff as users run them")
     p.add_argument("--shared-traces")
     p.add_argument("--torch-profiler", action="store_true",
                    help="also a trace written by this Python's torch.profiler")
