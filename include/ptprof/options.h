@@ -18,6 +18,22 @@ enum class Activity {
   CUDA,  // kernels, copies, memsets, runtime/driver calls (CUPTI)
 };
 
+// A binary that links ptprof but leaves it unconfigured can be switched on from the
+// environment: each variable fills what the Options leave unset, when a session starts.
+//   PTPROF_LOGDIR=DIR          on_trace_ready = {tensorboard_trace_handler(DIR)}
+//   PTPROF_SCHEDULE=W,U,A[,R[,S]]  schedule = {wait, warmup, active, repeat, skip_first}
+//   PTPROF_TRIGGER_FILE, PTPROF_TRIGGER_SIGNAL, PTPROF_ON_DEMAND_ONLY: see below.
+// A variable that cannot be parsed is an error naming it (ptprof::Error from the session).
+// The launcher's variables fill `distributed` (below); ptprof does not own them, so a bad one
+// is a warning, not an error.
+
+// Who this process is in a distributed job (torch.distributed's c10d, MPI, ...).
+struct DistributedInfo {
+  std::string backend;      // "gloo", "nccl", ...; empty: not known, not written
+  int64_t rank = -1;        // this process's rank in the default group
+  int64_t world_size = -1;  // ranks in the default group
+};
+
 struct Options {
   // What to collect. CUDA without a usable GPU/CUPTI degrades to CPU with one warning.
   std::vector<Activity> activities{Activity::CPU};
@@ -36,8 +52,16 @@ struct Options {
   bool with_flops = false;      // estimated FLOPs of matmuls, convolutions, attention, ...
   int max_stack_depth = 64;     // with_stack: innermost frames kept; deeper stacks are cut
 
-  // Name of this process in traces; empty: "<hostname>_<pid>" (torch.profiler's default).
+  // Name of this process in traces; empty: "<hostname>_<pid>" (torch.profiler's default),
+  // "<hostname>_<pid>_rank<R>" in a distributed job.
   std::string worker_name;
+
+  // Written as each trace's "distributedInfo" ({"backend": ..., "rank": R, "world_size": N},
+  // as torch.profiler writes it: Holistic Trace Analysis finds each rank's file by it). Unset:
+  // from the launcher's environment, the first of RANK and WORLD_SIZE (torchrun, c10d's env://),
+  // OMPI_COMM_WORLD_RANK and _SIZE (Open MPI), PMI_RANK and PMI_SIZE (MPICH, Intel MPI),
+  // SLURM_PROCID and SLURM_NTASKS (srun); none of them: a single process, no distributedInfo.
+  std::optional<DistributedInfo> distributed;
 
   // Upper bound on host memory for the CPU events of one window: its records while it
   // records, plus the Trace built from them when it closes (an op is counted at what it costs
@@ -59,6 +83,24 @@ struct Options {
   // in the trace's own folder, where Holistic Trace Analysis takes every .json for a trace.
   // Computed on the handlers' thread, after them.
   bool report = false;
+
+  // On demand: capture a window in a running job, without a restart. When the trigger file
+  // changes (a stat() of it at most every trigger_check_interval_ms, from step()), its
+  // KEY=VALUE lines name the window: STEPS, WARMUP, START_STEP or ROUNDUP (ranks that see it
+  // before then all start at the same step, the next multiple of ROUNDUP), OUTPUT (a log
+  // directory), RECORD_SHAPES, PROFILE_MEMORY, WITH_STACK, WITH_FLOPS, REPORT (docs/on-demand.md).
+  // A file already there when the session starts counts as a change. Empty: the environment's
+  // PTPROF_TRIGGER_FILE, if any. A request that comes while a window is recording is refused
+  // with a warning; a bad file is reported with its line and key, never fatal.
+  std::string trigger_file;
+  int64_t trigger_check_interval_ms = 100;  // 0: at every step
+  // Opt-in signal (e.g. SIGUSR1): its handler only sets a flag, and the next step() reads the
+  // trigger file at once, or, with none, records the default window (1 warmup, 3 active steps)
+  // to on_trace_ready. 0: PTPROF_TRIGGER_SIGNAL ("SIGUSR1", "USR2", a number), if set.
+  int trigger_signal = 0;
+  // Record only windows asked for on demand; the schedule is not used. Also set by
+  // PTPROF_ON_DEMAND_ONLY=1.
+  bool on_demand_only = false;
 
   // Run trace handlers on a ptprof thread, so writing a large trace does not stall step().
   // At most one finished window waits to be written; stop() waits for all of them.

@@ -1,7 +1,11 @@
 #include "ptprof/session.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +17,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -22,6 +27,7 @@
 #include "ptprof/error.h"
 #include "ptprof/report.h"
 #include "recording/details.h"
+#include "recording/on_demand.h"
 #include "recording/recorder.h"
 #include "recording/stack_capture.h"
 #include "recording/symbolizer.h"
@@ -36,6 +42,109 @@ namespace ptprof {
 namespace {
 
 std::atomic<bool> g_session_active{false};
+
+// Options::trigger_signal: the handler only sets this flag; step() acts on it.
+std::atomic<bool> g_trigger_signalled{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+extern "C" void on_trigger_signal(int) {
+  g_trigger_signalled.store(true);
+}
+
+const char* env_value(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+bool env_flag(const char* name) {
+  const char* v = env_value(name);
+  if (v == nullptr) return false;
+  const std::string s(v);
+  if (s == "1" || s == "true") return true;
+  if (s == "0" || s == "false") return false;
+  throw Error(std::string("ptprof: ") + name + " must be 0 or 1 (got \"" + s + "\")");
+}
+
+// PTPROF_SCHEDULE=W,U,A[,R[,S]]: wait, warmup, active, repeat, skip_first.
+Schedule schedule_from_env(const std::string& text) {
+  std::vector<int64_t> v;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string part = text.substr(pos, comma - pos);
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || errno != 0 || n < 0)
+      throw Error(
+          "ptprof: PTPROF_SCHEDULE must be wait,warmup,active[,repeat[,skip_first]] "
+          "in whole numbers (got \"" +
+          text + "\")");
+    v.push_back(n);
+    pos = comma + 1;
+  }
+  if (v.size() < 3 || v.size() > 5)
+    throw Error("ptprof: PTPROF_SCHEDULE must be wait,warmup,active[,repeat[,skip_first]] (got \"" +
+                text + "\")");
+  Schedule sch;
+  sch.wait = v[0];
+  sch.warmup = v[1];
+  sch.active = v[2];
+  if (v.size() > 3) sch.repeat = v[3];
+  if (v.size() > 4) sch.skip_first = v[4];
+  return sch;
+}
+
+// The rank and world size a launcher put in the environment (options.h lists the pairs, in
+// order). Not ptprof's variables: one that is not a number is a warning, and the pair ignored.
+std::optional<DistributedInfo> distributed_from_environment() {
+  static const char* const kPairs[][2] = {{"RANK", "WORLD_SIZE"},
+                                          {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                          {"PMI_RANK", "PMI_SIZE"},
+                                          {"SLURM_PROCID", "SLURM_NTASKS"}};
+  for (const auto& pair : kPairs) {
+    const char* rank = env_value(pair[0]);
+    const char* size = env_value(pair[1]);
+    if (rank == nullptr || size == nullptr) continue;
+    auto number = [](const char* v, int64_t* out) {
+      char* end = nullptr;
+      errno = 0;
+      const long long n = std::strtoll(v, &end, 10);
+      if (*v == '\0' || *end != '\0' || errno != 0 || n < 0) return false;
+      *out = n;
+      return true;
+    };
+    DistributedInfo d;
+    if (!number(rank, &d.rank) || !number(size, &d.world_size) || d.rank >= d.world_size) {
+      std::fprintf(stderr,
+                   "[ptprof] warning: %s=\"%s\" and %s=\"%s\" are not a rank and a world size; "
+                   "no distributedInfo from them\n",
+                   pair[0], rank, pair[1], size);
+      continue;
+    }
+    return d;
+  }
+  return std::nullopt;
+}
+
+// What the environment fills in: only what the Options leave unset (options.h).
+Options with_environment(Options o) {
+  if (const char* v = env_value("PTPROF_LOGDIR"); v != nullptr && o.on_trace_ready.empty())
+    o.on_trace_ready.push_back(tensorboard_trace_handler(v));
+  if (const char* v = env_value("PTPROF_SCHEDULE"); v != nullptr && !o.schedule)
+    o.schedule = schedule_from_env(v);
+  if (const char* v = env_value("PTPROF_TRIGGER_FILE"); v != nullptr && o.trigger_file.empty())
+    o.trigger_file = v;
+  if (const char* v = env_value("PTPROF_TRIGGER_SIGNAL"); v != nullptr && o.trigger_signal == 0) {
+    o.trigger_signal = detail::signal_number(v);
+    if (o.trigger_signal == 0)
+      throw Error(
+          std::string("ptprof: PTPROF_TRIGGER_SIGNAL names no signal ptprof takes (got \"") + v +
+          "\"; SIGUSR1, SIGUSR2, SIGHUP, SIGURG or a number)");
+  }
+  if (env_flag("PTPROF_ON_DEMAND_ONLY")) o.on_demand_only = true;
+  if (!o.distributed) o.distributed = distributed_from_environment();
+  return o;
+}
 
 bool recording(ProfilerAction a) {
   return a == ProfilerAction::RECORD || a == ProfilerAction::RECORD_AND_SAVE;
@@ -62,7 +171,7 @@ std::string Status::message() const {
 
 class SessionImpl {
  public:
-  explicit SessionImpl(Options options) : opts_(std::move(options)) {
+  explicit SessionImpl(Options options) : opts_(with_environment(std::move(options))) {
     validate();
     bool expected = false;
     if (!g_session_active.compare_exchange_strong(expected, true)) {
@@ -73,6 +182,15 @@ class SessionImpl {
     pid_ = ::getpid();
     process_name_ = detail::process_name();
     worker_name_ = opts_.worker_name.empty() ? detail::default_worker_name() : opts_.worker_name;
+    if (opts_.distributed) {
+      const DistributedInfo& d = *opts_.distributed;
+      if (opts_.worker_name.empty()) worker_name_ += "_rank" + std::to_string(d.rank);
+      // Spaced as Python's json.dumps spaces it: HTA finds the rank with "rank":\s+(\d+).
+      distributed_info_ = "{";
+      if (!d.backend.empty()) distributed_info_ += "\"backend\": " + json_string(d.backend) + ", ";
+      distributed_info_ += "\"rank\": " + std::to_string(d.rank) +
+                           ", \"world_size\": " + std::to_string(d.world_size) + "}";
+    }
     try {
       for (Activity a : opts_.activities) want_cuda_ |= a == Activity::CUDA;
       if (want_cuda_) {
@@ -87,7 +205,9 @@ class SessionImpl {
           gpu_.reset();
         }
       }
-      action_ = current_schedule_action();
+      start_triggers();
+      poll_trigger();  // a request already in the file is taken at step 0
+      action_ = current_schedule_action(nullptr);
       transition(ProfilerAction::NONE, action_);
       begin_step_range();
     } catch (...) {
@@ -110,9 +230,17 @@ class SessionImpl {
     if (stopped_) return;
     try {
       end_step_range();
-      const ProfilerAction prev = action_;
+      ProfilerAction prev = action_;
       ++step_num_;
-      action_ = current_schedule_action();
+      poll_trigger();
+      bool demand_over = false;
+      action_ = current_schedule_action(&demand_over);
+      if (demand_over) {
+        // The asked-for window is saved and its capture taken down before the schedule's own
+        // actions resume with the session's options.
+        transition(prev, ProfilerAction::NONE);
+        prev = ProfilerAction::NONE;
+      }
       transition(prev, action_);
       begin_step_range();
     } catch (const std::exception& e) {
@@ -159,6 +287,12 @@ class SessionImpl {
  private:
   void validate() const {
     if (opts_.schedule) opts_.schedule->validate();
+    if (opts_.distributed) {
+      const DistributedInfo& d = *opts_.distributed;
+      if (d.rank < 0 || d.world_size < 1 || d.rank >= d.world_size)
+        throw Error("ptprof: Options.distributed needs 0 <= rank < world_size (got rank " +
+                    std::to_string(d.rank) + ", world_size " + std::to_string(d.world_size) + ")");
+    }
     if (opts_.activities.empty())
       throw Error(
           "ptprof: Options.activities is empty; ask for Activity::CPU and/or Activity::CUDA");
@@ -178,10 +312,156 @@ class SessionImpl {
     if (opts_.max_stack_depth < 1 || opts_.max_stack_depth > 250)
       throw Error("ptprof: Options.max_stack_depth must be in [1, 250] (got " +
                   std::to_string(opts_.max_stack_depth) + ")");
+    if (opts_.trigger_check_interval_ms < 0)
+      throw Error("ptprof: Options.trigger_check_interval_ms must be >= 0 (got " +
+                  std::to_string(opts_.trigger_check_interval_ms) + ")");
+    if (opts_.trigger_signal < 0 || opts_.trigger_signal >= NSIG ||
+        opts_.trigger_signal == SIGKILL || opts_.trigger_signal == SIGSTOP ||
+        opts_.trigger_signal == SIGSEGV || opts_.trigger_signal == SIGBUS ||
+        opts_.trigger_signal == SIGFPE || opts_.trigger_signal == SIGILL ||
+        opts_.trigger_signal == SIGABRT)
+      throw Error(
+          "ptprof: Options.trigger_signal must be 0 or a signal a program may take for "
+          "itself, such as SIGUSR1 (got " +
+          std::to_string(opts_.trigger_signal) + ")");
   }
 
-  ProfilerAction current_schedule_action() const {
+  // The action of the step about to run. A window asked for on demand comes first; when it is
+  // over, *demand_over is set and the schedule (or, on_demand_only, nothing) takes over.
+  ProfilerAction current_schedule_action(bool* demand_over) {
+    if (demand_) {
+      const int a = detail::demand_action(*demand_, demand_start_, step_num_);
+      if (a != 4) return static_cast<ProfilerAction>(a);  // 0..3 are NONE..RECORD_AND_SAVE
+      demand_.reset();
+      if (demand_over != nullptr) *demand_over = true;
+    }
+    if (opts_.on_demand_only) return ProfilerAction::NONE;
     return opts_.schedule ? opts_.schedule->action(step_num_) : ProfilerAction::RECORD;
+  }
+
+  // ---- on demand ----
+
+  void start_triggers() {
+    if (opts_.trigger_signal != 0) {
+      struct sigaction sa {};
+      sa.sa_handler = on_trigger_signal;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART;
+      g_trigger_signalled.store(false);
+      if (::sigaction(opts_.trigger_signal, &sa, &old_sigaction_) != 0)
+        throw Error("ptprof: cannot take signal " + std::to_string(opts_.trigger_signal) + ": " +
+                    std::strerror(errno));
+      signal_taken_ = true;
+    }
+  }
+
+  void stop_triggers() {
+    if (signal_taken_) {
+      ::sigaction(opts_.trigger_signal, &old_sigaction_, nullptr);
+      signal_taken_ = false;
+    }
+  }
+
+  // Looks at the trigger file (at most every trigger_check_interval_ms, at once after the
+  // signal) and arms a window when it changed and asks for one.
+  void poll_trigger() {
+    const bool signalled = signal_taken_ && g_trigger_signalled.exchange(false);
+    if (opts_.trigger_file.empty() && !signalled) return;
+    if (!signalled) {
+      const int64_t now = detail::now_ns();
+      if (now < next_trigger_check_ns_) return;
+      next_trigger_check_ns_ = now + opts_.trigger_check_interval_ms * 1000000;
+    }
+    detail::Trigger t;
+    const char* source = signalled ? "signal" : "trigger file";
+    if (!opts_.trigger_file.empty()) {
+      struct stat st {};
+      if (::stat(opts_.trigger_file.c_str(), &st) != 0) {
+        trigger_seen_ = false;  // a file made again later is a new request
+        if (!signalled) return;
+      } else {
+        const TriggerKey key{
+            static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+            static_cast<int64_t>(st.st_size),
+            static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+        if (trigger_seen_ && key == trigger_key_ && !signalled) return;
+        trigger_key_ = key;
+        trigger_seen_ = true;
+        std::string text;
+        if (!read_small_file(opts_.trigger_file, &text)) {
+          report_warning("trigger file " + opts_.trigger_file +
+                         " cannot be read: " + std::strerror(errno) + "; ignored");
+          return;
+        }
+        const std::string err = detail::parse_trigger(text, &t);
+        if (!err.empty()) {
+          report_warning("trigger file " + opts_.trigger_file + ": " + err + "; ignored");
+          return;
+        }
+        if (t.empty && !signalled) return;  // an emptied file asks for nothing
+      }
+    }
+    arm(t, source);
+  }
+
+  static bool read_small_file(const std::string& path, std::string* out) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0 || out->size() > (64 << 10)) {
+        const int saved = errno;
+        ::close(fd);
+        errno = saved;
+        return n == 0 || out->size() > (64 << 10);
+      }
+      out->append(buf, static_cast<std::size_t>(n));
+    }
+  }
+
+  void arm(const detail::Trigger& t, const char* source) {
+    const std::string when = " at step " + std::to_string(step_num_);
+    if (demand_ || installed_) {
+      report_warning(std::string("on-demand request (") + source + ")" + when +
+                     " refused: a window is being recorded");
+      return;
+    }
+    const int64_t start = detail::first_active_step(t, step_num_);
+    if (start < 0) {
+      report_warning(std::string("on-demand request (") + source + ")" + when +
+                     " refused: START_STEP " + std::to_string(*t.start_step) + " has passed");
+      return;
+    }
+    WindowOptions w = base_window();
+    if (t.record_shapes) w.record_shapes = *t.record_shapes;
+    if (t.profile_memory) w.profile_memory = *t.profile_memory;
+    if (t.with_stack) w.with_stack = *t.with_stack;
+    if (t.with_flops) w.with_flops = *t.with_flops;
+    if (t.report) w.report = *t.report;
+    if (!t.output.empty()) w.handlers = {tensorboard_trace_handler(t.output)};
+    if (w.handlers.empty() && !w.report)
+      report_warning(std::string("on-demand window (") + source +
+                     "): no OUTPUT and no trace handler; only last_trace() will hold it");
+    demand_ = t;
+    demand_start_ = start;
+    demand_window_ = std::move(w);
+    std::fprintf(stderr, "[ptprof] on-demand window (%s, seen at step %lld): steps %lld..%lld%s\n",
+                 source, static_cast<long long>(step_num_), static_cast<long long>(start),
+                 static_cast<long long>(start + t.steps - 1),
+                 t.output.empty() ? "" : (" to " + t.output).c_str());
+  }
+
+  // The options of a window: the session's, or an on-demand request's.
+  struct WindowOptions {
+    bool record_shapes = false, profile_memory = false, with_stack = false, with_flops = false;
+    bool report = false;
+    std::vector<TraceHandlerPtr> handlers;
+  };
+  WindowOptions base_window() const {
+    return {opts_.record_shapes, opts_.profile_memory, opts_.with_stack,
+            opts_.with_flops,    opts_.report,         opts_.on_trace_ready};
   }
 
   // torch.profiler's action map, expressed as what must change between two actions.
@@ -222,10 +502,12 @@ class SessionImpl {
         gpu_.reset();
       }
     }
+    // A window's options hold from its install (warmup) to its close.
+    win_ = demand_ ? demand_window_ : base_window();
     detail::CaptureOptions capture;
-    capture.inputs = opts_.record_shapes || opts_.with_flops;
-    capture.stacks = opts_.with_stack;
-    capture.memory = opts_.profile_memory;
+    capture.inputs = win_.record_shapes || win_.with_flops;
+    capture.stacks = win_.with_stack;
+    capture.memory = win_.profile_memory;
     capture.stack_depth = opts_.max_stack_depth;
     rec.install(capture);
     rec.begin_window(opts_.max_event_memory_bytes);  // warmup: recorded, then discarded
@@ -261,7 +543,7 @@ class SessionImpl {
     // The previous trace ends here (last_trace() is valid until the next window ends), before
     // the new one is built, so the two are not both held for the budget's sake.
     last_trace_.reset();
-    const bool outputs = !opts_.on_trace_ready.empty() || opts_.report;
+    const bool outputs = !win_.handlers.empty() || win_.report;
     const bool background = opts_.write_in_background && outputs;
     if (background) {
       // Back-pressure, before building: the writer holds at most one trace (the one it is
@@ -283,20 +565,21 @@ class SessionImpl {
     ++window_index_;
     if (!outputs) return;
     if (!background) {
-      for (auto& e : run_handlers(*trace)) report_error(e);
+      for (auto& e : run_handlers(*trace, win_)) report_error(e);
       return;
     }
     std::lock_guard<std::mutex> lock(writer_mu_);
     pending_ = std::move(trace);  // still empty: only this thread fills it
+    pending_window_ = win_;
     writer_cv_.notify_all();
   }
 
   // Runs every handler on `trace`; returns the failures, each naming the handler and reason.
-  std::vector<std::string> run_handlers(const Trace& trace) {
+  std::vector<std::string> run_handlers(const Trace& trace, const WindowOptions& w) {
     std::vector<std::string> errors;
-    for (std::size_t i = 0; i < opts_.on_trace_ready.size(); ++i) {
+    for (std::size_t i = 0; i < w.handlers.size(); ++i) {
       try {
-        opts_.on_trace_ready[i]->handle(trace);
+        w.handlers[i]->handle(trace);
       } catch (const std::exception& e) {
         errors.push_back(std::string("trace handler ") + std::to_string(i) +
                          " failed: " + e.what());
@@ -305,16 +588,17 @@ class SessionImpl {
                          " failed with an unknown exception");
       }
     }
-    if (opts_.report) write_report(trace, &errors);
+    if (w.report) write_report(trace, w.handlers, &errors);
     return errors;
   }
 
   // Options::report: the report printed, and saved beside each trace file the handlers wrote.
-  void write_report(const Trace& trace, std::vector<std::string>* errors) {
+  void write_report(const Trace& trace, const std::vector<TraceHandlerPtr>& handlers,
+                    std::vector<std::string>* errors) {
     try {
       const Report report(trace);
       std::cout << report.summary() << std::flush;
-      for (const TraceHandlerPtr& h : opts_.on_trace_ready) {
+      for (const TraceHandlerPtr& h : handlers) {
         const auto* file = dynamic_cast<const detail::FileTraceHandler*>(h.get());
         if (file == nullptr || file->last_path().empty()) continue;
         const std::string& path = file->last_path();
@@ -341,10 +625,11 @@ class SessionImpl {
       if (!pending_) return;  // quit with nothing left to write
       std::shared_ptr<Trace> trace = std::move(pending_);
       pending_ = nullptr;
+      const WindowOptions window = std::move(pending_window_);
       writing_ = true;
       writer_cv_.notify_all();
       lock.unlock();
-      std::vector<std::string> errors = run_handlers(*trace);
+      std::vector<std::string> errors = run_handlers(*trace, window);
       trace.reset();  // the window's memory goes as soon as it is written
       lock.lock();
       for (auto& e : errors) writer_errors_.push_back(std::move(e));
@@ -404,10 +689,11 @@ class SessionImpl {
       t.gpu_unavailable_reason = gpu_reason_;
       t.metadata["ptprof_gpu_unavailable"] = json_string(gpu_reason_);
     }
-    if (opts_.record_shapes) t.metadata["record_shapes"] = "1";
-    if (opts_.profile_memory) t.metadata["profile_memory"] = "1";
-    if (opts_.with_stack) t.metadata["with_stack"] = "1";
-    if (opts_.with_flops) t.metadata["with_flops"] = "1";
+    if (!distributed_info_.empty()) t.metadata["distributedInfo"] = distributed_info_;
+    if (win_.record_shapes) t.metadata["record_shapes"] = "1";
+    if (win_.profile_memory) t.metadata["profile_memory"] = "1";
+    if (win_.with_stack) t.metadata["with_stack"] = "1";
+    if (win_.with_flops) t.metadata["with_flops"] = "1";
     DetailTables tables{{}, symbolizer_, {}};
     std::vector<std::string_view> name_views(c.names.size());
     std::vector<bool> interned(c.names.size(), false);
@@ -468,7 +754,7 @@ class SessionImpl {
       }
     }
     // Inputs decoded only for FLOPs are not the trace's to keep.
-    if (!opts_.record_shapes) std::vector<std::vector<OpInput>>().swap(t.op_inputs);
+    if (!win_.record_shapes) std::vector<std::vector<OpInput>>().swap(t.op_inputs);
   }
 
   // Details of a trace. Stacks: each distinct address list once, each address symbolized
@@ -494,8 +780,8 @@ class SessionImpl {
         in.index = static_cast<int32_t>(t.op_inputs.size());
         t.op_inputs.push_back(detail::decode_details(it->first).inputs);
       }
-      if (opts_.record_shapes) e.inputs = in.index;
-      if (opts_.with_flops) {
+      if (win_.record_shapes) e.inputs = in.index;
+      if (win_.with_flops) {
         auto f = std::find_if(in.flops.begin(), in.flops.end(),
                               [&](const auto& p) { return p.first == e.name; });
         if (f == in.flops.end()) {
@@ -530,7 +816,7 @@ class SessionImpl {
   }
 
   void begin_step_range() {
-    if (!opts_.schedule) return;
+    if (!opts_.schedule && !demand_) return;
     // Created after the transition, so the first step of a window is inside it.
     step_rf_ = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
     if (step_rf_->isActive()) step_rf_->before("ProfilerStep#" + std::to_string(step_num_));
@@ -540,6 +826,7 @@ class SessionImpl {
   void end_step_range() { step_rf_.reset(); }
 
   void teardown() {
+    stop_triggers();
     step_rf_.reset();
     if (installed_) uninstall();
   }
@@ -558,6 +845,7 @@ class SessionImpl {
   int64_t pid_ = 0;
   std::string process_name_;
   std::string worker_name_;
+  std::string distributed_info_;  // the trace's "distributedInfo" value; empty: none
   bool want_cuda_ = false;
   std::unique_ptr<detail::GpuBackend> gpu_;
   std::string gpu_reason_;
@@ -572,6 +860,24 @@ class SessionImpl {
   int64_t window_index_ = 0;
   std::vector<int64_t> window_steps_;
   std::unique_ptr<at::RecordFunction> step_rf_;
+  WindowOptions win_;  // of the window being captured, from its install to its close
+
+  // On demand.
+  struct TriggerKey {
+    uint64_t dev = 0, ino = 0;
+    int64_t size = 0, mtime_ns = 0;
+    bool operator==(const TriggerKey& o) const {
+      return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns;
+    }
+  };
+  TriggerKey trigger_key_;
+  bool trigger_seen_ = false;
+  int64_t next_trigger_check_ns_ = 0;
+  std::optional<detail::Trigger> demand_;
+  int64_t demand_start_ = 0;
+  WindowOptions demand_window_;
+  bool signal_taken_ = false;
+  struct sigaction old_sigaction_ {};
   std::shared_ptr<Trace> last_trace_;
   mutable Status status_;  // const status() merges the writer's errors into it
   bool warned_drops_ = false;
@@ -582,6 +888,7 @@ class SessionImpl {
   mutable std::mutex writer_mu_;
   std::condition_variable writer_cv_;
   std::shared_ptr<Trace> pending_;  // a finished window waiting to be written
+  WindowOptions pending_window_;    // where it goes
   bool writing_ = false;
   bool writer_quit_ = false;
   mutable std::vector<std::string> writer_errors_;
