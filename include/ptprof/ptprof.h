@@ -4,6 +4,7 @@
 #include "ptprof/error.h"
 #include "ptprof/event.h"
 #include "ptprof/key_averages.h"
+#include "ptprof/merge.h"
 #include "ptprof/options.h"
 #include "ptprof/range.h"
 #include "ptprof/report.h"

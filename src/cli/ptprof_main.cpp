@@ -10,6 +10,8 @@
 //   ptprof report TRACE|DIR [--json] [--html OUT]        why the step is slow, and what to do
 //   ptprof diff A B [--json]                              what changed between two runs
 //                                                         (traces, or run directories)
+//   ptprof merge DIR -o OUT [--window N] [--align auto|collectives|none]
+//                                                         the ranks' traces as one timeline
 //
 // Exit status: 0 done, 1 a result could not be written, 2 bad usage or an unreadable trace
 // (the message names the file and, for malformed content, the byte offset).
@@ -28,6 +30,7 @@
 
 #include "ptprof/error.h"
 #include "ptprof/key_averages.h"
+#include "ptprof/merge.h"
 #include "ptprof/report.h"
 #include "ptprof/report_diff.h"
 #include "ptprof/trace.h"
@@ -131,20 +134,11 @@ int memory(const std::string& path, const std::string& out) {
 std::vector<std::string> traces_of(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) return {path};
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
-    const std::string name = e.path().filename().string();
-    auto ends = [&](const char* s) {
-      const std::size_t n = std::strlen(s);
-      return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
-    };
-    if (e.is_regular_file() && (ends(".pt.trace.json") || ends(".pt.trace.json.gz")))
-      files.push_back(e.path().string());
+  try {
+    return ptprof::detail::trace_files_in(path);
+  } catch (const ptprof::Error& e) {
+    throw InputError(e.what());
   }
-  if (ec) throw InputError("ptprof: cannot list " + path + ": " + ec.message());
-  if (files.empty()) throw InputError("ptprof: " + path + " holds no *.pt.trace.json[.gz] file");
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 int report(const std::string& path, bool json, const std::string& html) {
@@ -259,6 +253,23 @@ int main(int argc, char** argv) {
   df->add_option("B", other, "the trace after, or a run directory (its last trace)")->required();
   df->add_flag("--json", json, "the difference as JSON (keys in docs/report.md)");
 
+  std::string align = "auto";
+  int64_t window = -1;
+  CLI::App* mg = app.add_subcommand(
+      "merge",
+      "the ranks' traces in DIR as one trace (Perfetto, chrome://tracing): one process "
+      "per rank, clocks aligned");
+  mg->add_option("DIR", path, "the ranks' log directory (one trace per rank and window)")
+      ->required();
+  mg->add_option("-o,--output", out, "the merged trace (.json or .json.gz)")->required();
+  mg->add_option("--window", window,
+                 "which of each rank's traces, in time order: 0 the first, -1 the last")
+      ->default_val(-1);
+  mg->add_option("--align", align,
+                 "auto: ranks on other hosts than the lowest rank's by their collectives; "
+                 "collectives: every rank; none: as written")
+      ->check(CLI::IsMember({"auto", "collectives", "none"}));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -286,6 +297,23 @@ int main(int argc, char** argv) {
     }
     if (*rp) return report(path, json, html);
     if (*df) return diff(path, other, json);
+    if (*mg) {
+      ptprof::MergeOptions o;
+      o.window = window;
+      o.align = align == "none"          ? ptprof::MergeOptions::Align::None
+                : align == "collectives" ? ptprof::MergeOptions::Align::Collectives
+                                         : ptprof::MergeOptions::Align::Auto;
+      ptprof::MergeResult r;
+      try {
+        r = ptprof::merge_ranks(path, out, o);
+      } catch (const ptprof::Error& e) {
+        // Reading the ranks is an input problem; the writer's errors name the output path.
+        if (std::string(e.what()).find(out) == std::string::npos) throw InputError(e.what());
+        throw;
+      }
+      std::cout << r.summary() << "wrote " << out << "\n";
+      return 0;
+    }
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

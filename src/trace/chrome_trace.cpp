@@ -13,9 +13,9 @@
 #include <set>
 #include <utility>
 
-#include "trace/clock.h"
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
+#include "trace/clock.h"
 
 namespace ptprof::detail {
 
@@ -104,7 +104,12 @@ void write_gpu_args(JsonWriter& w, const Event& e) {
       w.key("blocks per SM").value(static_cast<double>(k.blocks_per_sm));
       w.key("warps per SM").value(static_cast<double>(k.warps_per_sm));
       w.key("grid").begin_array().value(k.grid[0]).value(k.grid[1]).value(k.grid[2]).end_array();
-      w.key("block").begin_array().value(k.block[0]).value(k.block[1]).value(k.block[2]).end_array();
+      w.key("block")
+          .begin_array()
+          .value(k.block[0])
+          .value(k.block[1])
+          .value(k.block[2])
+          .end_array();
       w.key("est. achieved occupancy %").value(k.occupancy_pct);
       break;
     }
@@ -136,19 +141,6 @@ void write_gpu_args(JsonWriter& w, const Event& e) {
     default:
       break;
   }
-  w.end_object();
-}
-
-void write_flow(JsonWriter& w, const Event& e, uint64_t ts, bool start) {
-  w.begin_object();
-  w.key("ph").value(start ? "s" : "f");
-  w.key("id").value(e.correlation);
-  w.key("pid").value(e.pid);
-  w.key("tid").value(e.tid);
-  w.key("ts").value_us(ts);
-  w.key("cat").value("ac2g");
-  w.key("name").value("ac2g");
-  if (!start) w.key("bp").value("e");
   w.end_object();
 }
 
@@ -202,26 +194,162 @@ void check_metadata(const Trace& t) {
   }
 }
 
-void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_name,
-                        const Trace::SaveOptions& options) {
-  // Before the first byte: a bad value leaves no partial trace behind.
-  check_metadata(t);
-  // The base comes from the trace's own earliest time, not the process's clock: a trace read
-  // back from another period (or one with times before this process's base) must still be
-  // written as offsets >= 0 that the reader accepts. A trace of this run gets Kineto's base.
+int64_t earliest_time_ns(const Trace& t) {
   int64_t earliest = std::min(t.window_start_ns, t.window_end_ns);
   for (const Event& e : t.events) earliest = std::min(earliest, e.start_ns);
   for (const MemoryEvent& m : t.memory_events) earliest = std::min(earliest, m.time_ns);
-  const int64_t base = trace_base_time_ns(earliest);
+  return earliest;
+}
+
+void write_trace_events(const Trace& t, JsonWriter& w, int64_t base_ns, const EventPlacement& p,
+                        const Trace::SaveOptions& options) {
   // Unsigned: a trace spanning most of the int64 range has offsets beyond INT64_MAX.
-  auto rel = [base](int64_t unix_ns) {
-    return static_cast<uint64_t>(unix_ns) - static_cast<uint64_t>(base);
+  auto rel = [base_ns, &p](int64_t unix_ns) {
+    return static_cast<uint64_t>(unix_ns) + static_cast<uint64_t>(p.shift_ns) -
+           static_cast<uint64_t>(base_ns);
+  };
+  const int64_t cpu_pid = p.cpu_pid >= 0 ? p.cpu_pid : t.pid;
+  auto host_pid = [&](int64_t pid) { return pid == t.pid ? cpu_pid : pid; };
+  auto device_pid = [&](int64_t dev) { return p.gpu_pid_base >= 0 ? p.gpu_pid_base + dev : dev; };
+  auto pid_of = [&](const Event& e) {
+    return is_gpu(e.kind) ? device_pid(e.pid) : host_pid(e.pid);
+  };
+  auto flow = [&](const Event& e, bool start) {
+    w.newline().begin_object();
+    w.key("ph").value(start ? "s" : "f");
+    if (p.flow_id_base == 0) {
+      w.key("id").value(e.correlation);
+    } else {
+      w.key("id").value(static_cast<uint64_t>(e.correlation) + p.flow_id_base);
+    }
+    w.key("pid").value(pid_of(e));
+    w.key("tid").value(e.tid);
+    w.key("ts").value_us(rel(e.start_ns));
+    w.key("cat").value("ac2g");
+    w.key("name").value("ac2g");
+    if (!start) w.key("bp").value("e");
+    w.end_object();
   };
 
+  // Activities, each followed by its flow event (Kineto's order).
+  std::set<std::pair<int64_t, int64_t>> streams;  // (device, stream) of GPU events
+  std::set<int64_t> gpu_devices;
+  uint64_t index = 0;
+  for (const Event& e : t.events) {
+    if (options.tensorboard && e.kind == EventKind::GpuUserAnnotation && is_step_name(e.name))
+      continue;
+    w.newline().begin_object();
+    w.key("ph").value("X");
+    w.key("cat").value(options.tensorboard ? tensorboard_category(e) : category(e.kind));
+    w.key("name").value(e.name);
+    w.key("pid").value(pid_of(e));
+    w.key("tid").value(e.tid);
+    w.key("ts").value_us(rel(e.start_ns));
+    w.key("dur").value_us(e.duration_ns > 0 ? e.duration_ns : 0);
+    if (e.kind == EventKind::CpuOp || e.kind == EventKind::UserAnnotation) {
+      write_cpu_args(w, t, e, index);
+    } else if (e.kind == EventKind::GpuUserAnnotation) {
+      w.key("args").begin_object().key("External id").value(e.external_id).end_object();
+    } else if (e.kind != EventKind::Overhead) {
+      write_gpu_args(w, e);
+    }
+    w.end_object();
+    if (e.flow_start) flow(e, true);
+    if (e.flow_end) flow(e, false);
+    if (is_gpu(e.kind) && e.kind != EventKind::Overhead) {
+      streams.emplace(e.pid, e.tid);
+      gpu_devices.insert(e.pid);
+    }
+    ++index;
+    w.maybe_flush();
+  }
+
+  // profile_memory: instant events in time order (TensorBoard asserts that order).
+  for (const MemoryEvent& m : t.memory_events) {
+    w.newline().begin_object();
+    w.key("ph").value("i");
+    w.key("cat").value("cpu_instant_event");
+    w.key("s").value("t");
+    w.key("name").value("[memory]");
+    w.key("pid").value(host_pid(m.pid));
+    w.key("tid").value(m.tid);
+    w.key("ts").value_us(rel(m.time_ns));
+    w.key("args").begin_object();
+    w.key("Total Reserved").value(m.total_reserved);
+    w.key("Total Allocated").value(m.total_allocated);
+    w.key("Bytes").value(m.bytes);
+    w.key("Addr").value(m.address);
+    w.key("Device Id").value(static_cast<int64_t>(m.device_index));
+    w.key("Device Type").value(static_cast<int64_t>(m.device_type));
+    w.key("Ev Idx").value(index++);
+    w.end_object().end_object();
+    w.maybe_flush();
+  }
+
+  const uint64_t ts0 = rel(t.window_start_ns);
+  const std::string& pname = p.process_name.empty() ? t.process_name : p.process_name;
+  auto str = [](const std::string& s) { return [&s](JsonWriter& w) { w.value(s); }; };
+  auto num = [](int64_t v) { return [v](JsonWriter& w) { w.value(v); }; };
+  write_meta(w.newline(), "process_name", ts0, cpu_pid, 0, "name", str(pname));
+  const std::string cpu_label = "CPU";
+  write_meta(w.newline(), "process_labels", ts0, cpu_pid, 0, "labels", str(cpu_label));
+  write_meta(w.newline(), "process_sort_index", ts0, cpu_pid, 0, "sort_index",
+             num(p.sort_index >= 0 ? p.sort_index : t.pid));
+  for (const DeviceProperties& d : t.devices) gpu_devices.insert(d.id);
+  for (int64_t dev : gpu_devices) {
+    const std::string label = "GPU " + std::to_string(dev);
+    write_meta(w.newline(), "process_name", ts0, device_pid(dev), 0, "name", str(pname));
+    write_meta(w.newline(), "process_labels", ts0, device_pid(dev), 0, "labels", str(label));
+    write_meta(w.newline(), "process_sort_index", ts0, device_pid(dev), 0, "sort_index",
+               num(p.sort_index >= 0 ? p.sort_index + 1 + dev : kGpuSortIndexBase + dev));
+  }
+  for (const ThreadInfo& th : t.threads) {
+    const std::string label =
+        "thread " + std::to_string(th.tid) + " (" + (th.name.empty() ? pname : th.name) + ")";
+    write_meta(w.newline(), "thread_name", ts0, cpu_pid, th.tid, "name", str(label));
+    write_meta(w.newline(), "thread_sort_index", ts0, cpu_pid, th.tid, "sort_index", num(th.tid));
+  }
+  for (const auto& [dev, stream] : streams) {
+    const std::string label = "stream " + std::to_string(stream) + " ";  // Kineto's trailing space
+    write_meta(w.newline(), "thread_name", ts0, device_pid(dev), stream, "name", str(label));
+    write_meta(w.newline(), "thread_sort_index", ts0, device_pid(dev), stream, "sort_index",
+               num(stream));
+  }
+
+  // The profiler span of the window.
+  w.newline().begin_object();
+  w.key("ph").value("X");
+  w.key("cat").value("Trace");
+  w.key("ts").value_us(ts0);
+  // The reader requires a window that does not end before it starts.
+  w.key("dur").value_us(t.window_end_ns > t.window_start_ns ? rel(t.window_end_ns) - ts0
+                                                            : uint64_t{0});
+  w.key("pid").value("Spans");
+  w.key("tid").value("PyTorch Profiler");
+  w.key("name").value(p.span_name.empty()
+                          ? "PyTorch Profiler (" + std::to_string(t.window_index) + ")"
+                          : p.span_name);
+  w.key("args").begin_object().key("Op count").value(int64_t{0}).end_object();
+  w.end_object();
+}
+
+void write_spans_sort_index(JsonWriter& w, uint64_t ts) {
+  w.newline().begin_object();
+  w.key("name").value("process_sort_index");
+  w.key("ph").value("M");
+  w.key("ts").value_us(ts);
+  w.key("pid").value("Spans");
+  w.key("tid").value(int64_t{0});
+  w.key("args").begin_object().key("sort_index").value(kSpansSortIndex).end_object();
+  w.end_object();
+}
+
+void write_trace_header(JsonWriter& w, const std::vector<DeviceProperties>& devices,
+                        const std::map<std::string, std::string>& metadata, int64_t base_ns) {
   w.begin_object();
   w.key("schemaVersion").value(int64_t{1});
   w.newline().key("deviceProperties").begin_array();
-  for (const DeviceProperties& d : t.devices) {
+  for (const DeviceProperties& d : devices) {
     w.begin_object();
     w.key("id").value(d.id);
     w.key("name").value(d.name);
@@ -240,115 +368,35 @@ void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_na
     w.end_object();
   }
   w.end_array();
-  for (const auto& [k, v] : t.metadata) w.newline().key(k).raw(v);
+  for (const auto& [k, v] : metadata) w.newline().key(k).raw(v);
   w.newline().key("displayTimeUnit").value("ms");
-  w.newline().key("baseTimeNanoseconds").value(base);
+  w.newline().key("baseTimeNanoseconds").value(base_ns);
   w.newline().key("traceEvents").begin_array();
+}
 
-  // Activities, each followed by its flow event (Kineto's order).
-  std::set<std::pair<int64_t, int64_t>> streams;  // (device, stream) of GPU events
-  std::set<int64_t> gpu_devices;
-  uint64_t index = 0;
-  for (const Event& e : t.events) {
-    if (options.tensorboard && e.kind == EventKind::GpuUserAnnotation && is_step_name(e.name))
-      continue;
-    w.newline().begin_object();
-    w.key("ph").value("X");
-    w.key("cat").value(options.tensorboard ? tensorboard_category(e) : category(e.kind));
-    w.key("name").value(e.name);
-    w.key("pid").value(e.pid);
-    w.key("tid").value(e.tid);
-    w.key("ts").value_us(rel(e.start_ns));
-    w.key("dur").value_us(e.duration_ns > 0 ? e.duration_ns : 0);
-    if (e.kind == EventKind::CpuOp || e.kind == EventKind::UserAnnotation) {
-      write_cpu_args(w, t, e, index);
-    } else if (e.kind == EventKind::GpuUserAnnotation) {
-      w.key("args").begin_object().key("External id").value(e.external_id).end_object();
-    } else if (e.kind != EventKind::Overhead) {
-      write_gpu_args(w, e);
-    }
-    w.end_object();
-    if (e.flow_start) write_flow(w.newline(), e, rel(e.start_ns), true);
-    if (e.flow_end) write_flow(w.newline(), e, rel(e.start_ns), false);
-    if (is_gpu(e.kind) && e.kind != EventKind::Overhead) {
-      streams.emplace(e.pid, e.tid);
-      gpu_devices.insert(e.pid);
-    }
-    ++index;
-    w.maybe_flush();
-  }
+void write_trace_trailer(JsonWriter& w, std::string_view trace_name) {
+  w.newline().end_array();
+  w.newline().key("traceName").value(trace_name);
+  w.newline().end_object();
+  w.finish();
+}
 
-  // profile_memory: instant events in time order (TensorBoard asserts that order).
-  for (const MemoryEvent& m : t.memory_events) {
-    w.newline().begin_object();
-    w.key("ph").value("i");
-    w.key("cat").value("cpu_instant_event");
-    w.key("s").value("t");
-    w.key("name").value("[memory]");
-    w.key("pid").value(m.pid);
-    w.key("tid").value(m.tid);
-    w.key("ts").value_us(rel(m.time_ns));
-    w.key("args").begin_object();
-    w.key("Total Reserved").value(m.total_reserved);
-    w.key("Total Allocated").value(m.total_allocated);
-    w.key("Bytes").value(m.bytes);
-    w.key("Addr").value(m.address);
-    w.key("Device Id").value(static_cast<int64_t>(m.device_index));
-    w.key("Device Type").value(static_cast<int64_t>(m.device_type));
-    w.key("Ev Idx").value(index++);
-    w.end_object().end_object();
-    w.maybe_flush();
-  }
+void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_name,
+                        const Trace::SaveOptions& options) {
+  // Before the first byte: a bad value leaves no partial trace behind.
+  check_metadata(t);
+  // The base comes from the trace's own earliest time, not the process's clock: a trace read
+  // back from another period (or one with times before this process's base) must still be
+  // written as offsets >= 0 that the reader accepts. A trace of this run gets Kineto's base.
+  const int64_t base = trace_base_time_ns(earliest_time_ns(t));
+  auto rel = [base](int64_t unix_ns) {
+    return static_cast<uint64_t>(unix_ns) - static_cast<uint64_t>(base);
+  };
 
+  write_trace_header(w, t.devices, t.metadata, base);
+  write_trace_events(t, w, base, EventPlacement{}, options);
   const uint64_t ts0 = rel(t.window_start_ns);
-  const std::string& pname = t.process_name;
-  auto str = [](const std::string& s) { return [&s](JsonWriter& w) { w.value(s); }; };
-  auto num = [](int64_t v) { return [v](JsonWriter& w) { w.value(v); }; };
-  write_meta(w.newline(), "process_name", ts0, t.pid, 0, "name", str(pname));
-  const std::string cpu_label = "CPU";
-  write_meta(w.newline(), "process_labels", ts0, t.pid, 0, "labels", str(cpu_label));
-  write_meta(w.newline(), "process_sort_index", ts0, t.pid, 0, "sort_index", num(t.pid));
-  for (const DeviceProperties& d : t.devices) gpu_devices.insert(d.id);
-  for (int64_t dev : gpu_devices) {
-    const std::string label = "GPU " + std::to_string(dev);
-    write_meta(w.newline(), "process_name", ts0, dev, 0, "name", str(pname));
-    write_meta(w.newline(), "process_labels", ts0, dev, 0, "labels", str(label));
-    write_meta(w.newline(), "process_sort_index", ts0, dev, 0, "sort_index",
-               num(kGpuSortIndexBase + dev));
-  }
-  for (const ThreadInfo& th : t.threads) {
-    const std::string label =
-        "thread " + std::to_string(th.tid) + " (" + (th.name.empty() ? pname : th.name) + ")";
-    write_meta(w.newline(), "thread_name", ts0, t.pid, th.tid, "name", str(label));
-    write_meta(w.newline(), "thread_sort_index", ts0, t.pid, th.tid, "sort_index", num(th.tid));
-  }
-  for (const auto& [dev, stream] : streams) {
-    const std::string label = "stream " + std::to_string(stream) + " ";  // Kineto's trailing space
-    write_meta(w.newline(), "thread_name", ts0, dev, stream, "name", str(label));
-    write_meta(w.newline(), "thread_sort_index", ts0, dev, stream, "sort_index", num(stream));
-  }
-
-  // The profiler span and window markers.
-  w.newline().begin_object();
-  w.key("ph").value("X");
-  w.key("cat").value("Trace");
-  w.key("ts").value_us(ts0);
-  // The reader requires a window that does not end before it starts.
-  w.key("dur").value_us(t.window_end_ns > t.window_start_ns ? rel(t.window_end_ns) - ts0
-                                                            : uint64_t{0});
-  w.key("pid").value("Spans");
-  w.key("tid").value("PyTorch Profiler");
-  w.key("name").value("PyTorch Profiler (" + std::to_string(t.window_index) + ")");
-  w.key("args").begin_object().key("Op count").value(int64_t{0}).end_object();
-  w.end_object();
-  w.newline().begin_object();
-  w.key("name").value("process_sort_index");
-  w.key("ph").value("M");
-  w.key("ts").value_us(ts0);
-  w.key("pid").value("Spans");
-  w.key("tid").value(int64_t{0});
-  w.key("args").begin_object().key("sort_index").value(kSpansSortIndex).end_object();
-  w.end_object();
+  write_spans_sort_index(w, ts0);
   w.newline().begin_object();
   w.key("name").value("Iteration Start: PyTorch Profiler");
   w.key("ph").value("i");
@@ -365,15 +413,14 @@ void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_na
   w.key("tid").value("");
   w.key("ts").value_us(rel(t.window_end_ns));
   w.end_object();
-  w.newline().end_array();
-  w.newline().key("traceName").value(trace_name);
-  w.newline().end_object();
-  w.finish();
+  write_trace_trailer(w, trace_name);
 }
 
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
 
 class FileSink final : public Sink {
  public:
@@ -429,7 +476,8 @@ class GzipSink final : public Sink {
 };
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Temporary files being written; removed by an exit hook if the process ends mid-write, so

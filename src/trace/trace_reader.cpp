@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <unordered_map>
@@ -1455,6 +1456,24 @@ Trace read_trace(const std::string& path) {
 Trace parse_trace(std::string_view text, const std::string& what) {
   MemorySource source(text);
   return read_trace(source, what);
+}
+
+std::vector<std::string> trace_files_in(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    auto ends = [&](const char* s) {
+      const std::size_t n = std::strlen(s);
+      return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+    };
+    if (e.is_regular_file() && (ends(".pt.trace.json") || ends(".pt.trace.json.gz")))
+      files.push_back(e.path().string());
+  }
+  if (ec) throw Error("ptprof: cannot list " + dir + ": " + ec.message());
+  if (files.empty()) throw Error("ptprof: " + dir + " holds no *.pt.trace.json[.gz] file");
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 std::string read_trace_file(const std::string& path) {

@@ -13,8 +13,10 @@
 #include <string>
 #include <string_view>
 
-#include "trace/byte_source.h"
+#include <vector>
+
 #include "ptprof/trace.h"
+#include "trace/byte_source.h"
 
 namespace ptprof::detail {
 
@@ -24,6 +26,11 @@ Trace read_trace(const std::string& path);
 Trace read_trace(ByteSource& source, const std::string& what);
 // Parses trace JSON text held in memory; `what` names it in errors.
 Trace parse_trace(std::string_view text, const std::string& what);
+
+// The trace files (*.pt.trace.json[.gz]) directly in `dir` (a TensorBoard run), in name order:
+// tensorboard_trace_handler names them <worker>.<time>, so a worker's windows in time order.
+// Throws ptprof::Error when `dir` cannot be listed or holds none.
+std::vector<std::string> trace_files_in(const std::string& dir);
 
 // The whole (decompressed) text of a trace file, for tests that look at the JSON itself.
 // Holds the document: the reader above does not need it.

@@ -3,7 +3,11 @@ request from the environment and a trigger file: each writes exactly one window,
 steps, at the same step numbers, and nothing else; each file carries its rank (distributedInfo
 from RANK/WORLD_SIZE, as HTA reads it, and the worker name).
 
-    check_ranks.py TRAIN_EXAMPLE WORKDIR
+    check_ranks.py TRAIN_EXAMPLE WORKDIR [PTPROF_CLI]
+
+The job has three ranks; the third is killed (SIGKILL) before its window: the other two's
+traces are whole, and `ptprof merge` of the directory (with PTPROF_CLI) makes one timeline of
+ranks 0 and 1 and says rank 2 is missing.
 
 The file is there before the ranks start (each sees it at its first step); that ranks seeing it
 at different steps still agree is tested in test_on_demand (first_active_step), and a file
@@ -15,8 +19,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 
 def steps_of(path):
@@ -33,6 +39,7 @@ def steps_of(path):
 
 def main():
     example, work = sys.argv[1], sys.argv[2]
+    cli = sys.argv[3] if len(sys.argv) > 3 else None
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     out = os.path.join(work, "on_demand")
@@ -40,15 +47,19 @@ def main():
     with open(trigger, "w") as f:
         f.write(f"# two ranks, one window\nSTEPS=3\nWARMUP=1\nROUNDUP=40\nOUTPUT={out}\n")
     procs = []
-    for rank, latency in ((0, "0"), (1, "20")):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", PTPROF_TRIGGER_FILE=trigger,
+    # Rank 2 is slow (about 130 ms a step: step 40 is 5 s away) and is killed after a second.
+    for rank, latency in ((0, "0"), (1, "20"), (2, "2000")):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="3", PTPROF_TRIGGER_FILE=trigger,
                    PTPROF_ON_DEMAND_ONLY="1")
         procs.append(subprocess.Popen(
             [example, os.path.join(work, f"own_{rank}"), "--steps", "120",
              "--sample-latency-us", latency],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     failures = []
-    for rank, p in enumerate(procs):
+    time.sleep(1.0)
+    procs[2].send_signal(signal.SIGKILL)
+    procs[2].communicate(timeout=60)
+    for rank, p in enumerate(procs[:2]):
         text, _ = p.communicate(timeout=300)
         if p.returncode != 0:
             failures.append(f"rank {rank} exited {p.returncode}:\n{text[-2000:]}")
@@ -72,10 +83,10 @@ def main():
         m = re.search(r'"rank":\s+(\d+)', text)
         info = json.loads(text).get("distributedInfo")
         rank = int(m.group(1)) if m else None
-        if info != {"rank": rank, "world_size": 2} or f"_rank{rank}." not in f:
+        if info != {"rank": rank, "world_size": 3} or f"_rank{rank}." not in f:
             failures.append(f"{f}: distributedInfo {info}, HTA's rank {rank}")
         else:
-            print(f"ok {os.path.basename(f)}: distributedInfo rank {rank} of 2")
+            print(f"ok {os.path.basename(f)}: distributedInfo rank {rank} of 3")
             ranks.append(rank)
     if sorted(ranks) != [0, 1] and len(files) == 2:
         failures.append(f"the two files are ranks {ranks}, expected 0 and 1")
@@ -89,6 +100,23 @@ def main():
             failures.append(f"HTA finds ranks {found} in {out}, expected [0, 1]")
         else:
             print("ok HTA finds ranks [0, 1]")
+    if cli and len(files) == 2:
+        merged = os.path.join(work, "merged.pt.trace.json")
+        p = subprocess.run([cli, "merge", out, "-o", merged], capture_output=True, text=True)
+        print(p.stdout, end="")
+        if p.returncode != 0:
+            failures.append(f"ptprof merge failed ({p.returncode}): {p.stderr}")
+        else:
+            with open(merged) as fh:
+                m = json.load(fh)
+            names = sorted(e["args"]["name"].split(":")[0] for e in m["traceEvents"]
+                           if e.get("ph") == "M" and e.get("name") == "process_name")
+            info = m.get("ptprof_merge", {})
+            if names != ["rank 0", "rank 1"] or info.get("missing_ranks") != [2] or \
+                    "no trace from rank(s) 2 of 3" not in p.stdout:
+                failures.append(f"merged: processes {names}, ptprof_merge {info}")
+            else:
+                print("ok merged: one process per rank (0, 1); rank 2 of 3 named missing")
     own = glob.glob(os.path.join(work, "own_*", "*.pt.trace.json*"))
     if own:
         failures.append(f"on-demand-only ranks wrote their own schedule's windows: {own}")
