@@ -1,6 +1,8 @@
 // ptprof merge: ranks' traces into one file, read back with a JSON parser and checked: one
 // process per rank in rank order, unique pids and flow ids, clocks aligned by collectives
 // across hosts (and left alone on one host), missing ranks named, bad directories refused.
+// The cross-rank report on the same kind of directory: the straggler, what it did meanwhile,
+// and the time the others lost.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "ptprof/cross_rank.h"
 #include "ptprof/error.h"
 #include "ptprof/merge.h"
 #include "report_traces.h"
@@ -173,6 +176,107 @@ TEST(Merge, ADirectoryThatCannotBeMergedIsAnErrorNamingWhy) {
   rank_trace(300, 0, 0, 2).save(dir.path() + "/vm_300_rank0.1.pt.trace.json");
   EXPECT_NE(merge_error(dir.path()).find("rank 0 has two traces"), std::string::npos);
   EXPECT_TRUE(outdir.files().empty()) << "nothing written when the merge fails";
+}
+
+// A Gloo rank's window: per step, its main thread (tid 1) runs forward work and then asks for
+// the all-reduce, which Gloo's thread (tid 2) runs from the rank's arrival to the common end.
+// `late_us` of extra work in a range before the forward makes this rank arrive late.
+Trace gloo_rank_trace(int64_t pid, double skew_us, int64_t rank, int64_t world_size,
+                      double late_us) {
+  TraceBuilder b;
+  b.pid = pid;
+  b.t.pid = pid;
+  b.t.window_start_ns = TraceBuilder::at(skew_us);
+  b.t.window_end_ns = TraceBuilder::at(skew_us + 30000);
+  const double max_late = 5000;
+  for (int i = 0; i < 3; ++i) {
+    const double s = skew_us + i * 10000;
+    b.tid = 1;
+    b.step(i + 3, s, s + 10000);
+    double cur = s + 10;
+    if (late_us > 0) {
+      b.add(EventKind::UserAnnotation, "straggler_extra_work", cur, cur + late_us);
+      for (double m = cur + 5; m + 100 < cur + late_us; m += 200) b.op("aten::mm", m, m + 100);
+      cur += late_us;
+    }
+    b.op("aten::addmm", cur, cur + 500);
+    cur += 500;
+    b.op("c10d::allreduce_", cur, cur + 40);
+    b.tid = 2;
+    // Everyone finishes 300 us after the latest rank arrives.
+    b.add(EventKind::UserAnnotation, "gloo:all_reduce", cur + 5, s + 10 + max_late + 500 + 305)
+        .is_async = true;
+  }
+  b.t.metadata["distributedInfo"] = "{\"backend\": \"gloo\", \"rank\": " + std::to_string(rank) +
+                                    ", \"world_size\": " + std::to_string(world_size) + "}";
+  return b.finish();
+}
+
+TEST(CrossRank, NamesTheStragglerWhatItDidMeanwhileAndWhatTheOthersLost) {
+  TempDir dir;
+  // Ranks 0 and 1 on one host, rank 2 on another whose clock reads 2 ms ahead; rank 2 is late
+  // by 5 ms at every all-reduce, rank 1 by 0.05 ms (under the threshold: not a straggler).
+  gloo_rank_trace(100, 0, 0, 3, 0).save(dir.path() + "/a_100_rank0.1.pt.trace.json");
+  gloo_rank_trace(101, 0, 1, 3, 50).save(dir.path() + "/a_101_rank1.1.pt.trace.json");
+  gloo_rank_trace(300, 2000, 2, 3, 5000).save(dir.path() + "/b_300_rank2.1.pt.trace.json");
+  const CrossRankReport r = cross_rank_report(dir.path());
+
+  ASSERT_EQ(r.ranks.size(), 3u);
+  EXPECT_EQ(r.ranks[2].offset_ns, -2000000) << "aligned by the collectives' ends";
+  EXPECT_EQ(r.steps, 3);
+  EXPECT_EQ(r.collective_kind, "Gloo's collectives (gloo:*)");
+  ASSERT_EQ(r.collectives.size(), 3u);
+  for (const CollectiveWait& w : r.collectives) {
+    EXPECT_EQ(w.name, "gloo:all_reduce");
+    EXPECT_EQ(w.straggler, 2);
+    EXPECT_EQ(w.late_ns, 4950000);  // after rank 1
+    EXPECT_EQ(w.ranks[0].wait_ns, 5000000);
+    EXPECT_EQ(w.ranks[1].wait_ns, 4950000);
+    EXPECT_EQ(w.ranks[2].wait_ns, 0);
+    EXPECT_EQ(w.lost_ns, 9950000);
+    EXPECT_EQ(w.cause, "straggler_extra_work") << "the range, not one of its short mm's";
+  }
+  EXPECT_EQ(r.collectives[0].step, 3);
+  EXPECT_EQ(r.collectives[2].step, 5);
+  ASSERT_EQ(r.stragglers.size(), 1u);
+  EXPECT_EQ(r.stragglers[0].rank, 2);
+  EXPECT_EQ(r.stragglers[0].collectives, 3);
+  EXPECT_EQ(r.stragglers[0].lost_ns, 3 * 9950000);
+  EXPECT_EQ(r.stragglers[0].cause, "straggler_extra_work");
+  const std::string text = r.summary();
+  EXPECT_NE(text.find("rank 2: last at 3 of 3 collective(s); the others lost 29.850 ms (9.950 ms "
+                      "per step); meanwhile it ran straggler_extra_work"),
+            std::string::npos)
+      << text;
+  const nlohmann::json j = nlohmann::json::parse(r.to_json());
+  EXPECT_EQ(j["stragglers"][0]["rank"], 2);
+  EXPECT_EQ(j["collectives"][0]["ranks"][2]["wait_ns"], 0);
+}
+
+TEST(CrossRank, SaysWhatItCannotCompare) {
+  TempDir dir;
+  // Rank 1 of 3 was killed: the others are still compared, and the report names it.
+  gloo_rank_trace(100, 0, 0, 3, 0).save(dir.path() + "/a_100_rank0.1.pt.trace.json");
+  gloo_rank_trace(102, 0, 2, 3, 0).save(dir.path() + "/a_102_rank2.1.pt.trace.json");
+  CrossRankReport r = cross_rank_report(dir.path());
+  EXPECT_EQ(r.missing_ranks, (std::vector<int64_t>{1}));
+  EXPECT_EQ(r.collectives.size(), 3u);
+  EXPECT_TRUE(r.stragglers.empty());
+  EXPECT_NE(r.summary().find("missing: rank(s) 1 (no trace)"), std::string::npos);
+
+  // One rank: nothing to compare; a rank without collectives: not compared.
+  TempDir one;
+  gloo_rank_trace(100, 0, 0, 1, 0).save(one.path() + "/a_100_rank0.1.pt.trace.json");
+  r = cross_rank_report(one.path());
+  EXPECT_TRUE(r.collectives.empty());
+  EXPECT_NE(r.summary().find("one rank's trace"), std::string::npos) << r.summary();
+  TraceBuilder b;
+  b.step(3, 0, 100);
+  b.t.metadata["distributedInfo"] = "{\"rank\": 1, \"world_size\": 2}";
+  b.finish().save(one.path() + "/a_101_rank1.1.pt.trace.json");
+  r = cross_rank_report(one.path());
+  EXPECT_TRUE(r.collectives.empty());
+  EXPECT_NE(r.summary().find("not compared"), std::string::npos) << r.summary();
 }
 
 }  // namespace

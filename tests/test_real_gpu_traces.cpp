@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "trace/trace_reader.h"
 #include "test_util.h"
+#include "trace/trace_reader.h"
 
 namespace ptprof {
 namespace {
@@ -306,4 +306,50 @@ TEST(RealGpuTraces, EveryTraceOfPyTorchsProfilerInSharedReads) {
 }
 
 }  // namespace
+// The real NCCL job's trace: record_param_comms and the NCCL kernels carry their collective's
+// arguments under PyTorch's names, and they read back into CollectiveInfo and are written again.
+TEST(RealGpuTraces, NcclCollectivesKeepTheirArguments) {
+  const std::string path =
+      std::string(PTPROF_SOURCE_DIR) + "/../shared/traces/hta/nccl_parser_config/nccl_data.json.gz";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path << " beside the clone";
+  const Trace t = detail::read_trace(path);
+  int ops = 0, kernels = 0;
+  const CollectiveInfo* first = nullptr;
+  for (const Event& e : t.events) {
+    if (e.collective < 0) continue;
+    const CollectiveInfo& c = t.collectives.at(e.collective);
+    EXPECT_FALSE(c.name.empty());
+    // The job's groups: the two ranks, and one-rank groups ("[]", size 1).
+    EXPECT_TRUE((c.pg_ranks == "[0, 1]" && c.group_size == 2) ||
+                (c.pg_ranks == "[]" && c.group_size == 1))
+        << c.pg_ranks << " " << c.group_size;
+    if (e.kind == EventKind::CpuOp) {
+      EXPECT_EQ(e.name, "record_param_comms");
+      if (!first) first = &c;
+      ++ops;
+    } else {
+      EXPECT_EQ(e.kind, EventKind::Kernel);
+      EXPECT_NE(e.name.find("nccl"), std::string_view::npos) << e.name;
+      ++kernels;
+    }
+  }
+  EXPECT_GT(ops, 0);
+  EXPECT_GT(kernels, 0);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->name, "allreduce");
+  EXPECT_EQ(first->pg_ranks, "[0, 1]");
+  EXPECT_EQ(first->group_size, 2);
+  EXPECT_EQ(first->dtype, "Float");
+  EXPECT_EQ(first->in_nelems, 2049000);
+  EXPECT_EQ(first->out_nelems, 2049000);
+  EXPECT_EQ(first->in_split, "[]");
+  EXPECT_EQ(first->pg_name, "0");
+  EXPECT_EQ(first->pg_desc, "default_pg");
+  EXPECT_EQ(first->global_rank_stride, 1);
+  // Written again, the arguments are there as PyTorch wrote them.
+  const std::string json = t.to_json();
+  EXPECT_NE(json.find("\"Collective name\": \"allreduce\", \"In msg nelems\": 2049000"),
+            std::string::npos);
+}
+
 }  // namespace ptprof

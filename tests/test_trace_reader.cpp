@@ -195,6 +195,15 @@ std::string describe(const OpInput& in) {
   return s + " concrete=" + in.concrete + " scalar=" + scalar;
 }
 
+std::string describe(const CollectiveInfo& c) {
+  std::ostringstream o;
+  o << c.name << "|" << c.dtype << "|" << c.in_nelems << "|" << c.out_nelems << "|" << c.group_size
+    << "|" << c.in_split << "|" << c.out_split << "|" << c.pg_name << "|" << c.pg_desc << "|"
+    << c.pg_ranks << "|" << c.rank << "|" << c.global_rank_start << "|" << c.global_rank_stride
+    << "|" << c.seq;
+  return o.str();
+}
+
 // Everything the trace file carries of one event (the writer writes each kind's own args),
 // and what the reader derives from it (nesting, self time).
 std::string describe(const Trace& t, const Event& e) {
@@ -215,6 +224,7 @@ std::string describe(const Trace& t, const Event& e) {
     if (e.stack >= 0)
       for (const std::string& f : t.stacks.at(e.stack)) o << f << "|";
   }
+  if (e.collective >= 0) o << " coll=" << describe(t.collectives.at(e.collective));
   switch (e.kind) {
     case EventKind::Kernel: {
       const KernelInfo& k = e.kernel;
@@ -422,6 +432,27 @@ Trace every_option_trace() {
   unfinished.sequence_nr = 42;
   unfinished.fwd_thread_id = 3;
   unfinished.flops = uint64_t{1} << 40;
+  // A collective: its op and its NCCL kernel carry its arguments.
+  CollectiveInfo c;
+  c.name = "allreduce";
+  c.dtype = "BFloat16";
+  c.in_nelems = 1024;
+  c.out_nelems = 2048;
+  c.group_size = 2;
+  c.in_split = "[]";
+  c.out_split = "[512, 512]";
+  c.pg_name = "0";
+  c.pg_desc = "default_pg";
+  c.pg_ranks = "[0, 1]";
+  c.rank = 0;
+  c.global_rank_start = 0;
+  c.global_rank_stride = 1;
+  c.seq = 7;
+  t.collectives.push_back(c);
+  unfinished.collective = 0;
+  Event& nccl = on_gpu(EventKind::Kernel, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 96001, 0);
+  nccl.collective = 0;
+  nccl.flow_end = false;
   t.rebuild_tree();
   t.attribute_memory();
   return t;

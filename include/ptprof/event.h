@@ -65,22 +65,43 @@ struct OpInput {
   std::vector<int64_t> sizes;    // Tensor: its sizes; ScalarList: the values (ints)
   std::vector<int64_t> strides;  // Tensor (strided layout only)
   std::vector<std::vector<int64_t>> list_sizes;  // TensorList: sizes of each element
-  std::string concrete;          // Scalar / ScalarList: the value as text ("1", "0.5", "[1, 1]")
-  double scalar = 0;             // Scalar: the value
+  std::string concrete;  // Scalar / ScalarList: the value as text ("1", "0.5", "[1, 1]")
+  double scalar = 0;     // Scalar: the value
+};
+
+// A collective's arguments, under PyTorch's names: what its profiler writes on NCCL's
+// record_param_comms op and on the kernels it launched; ptprof also on the c10d ops of any
+// backend (Gloo's included) where op inputs are recorded (record_shapes).
+struct CollectiveInfo {
+  std::string name;                 // "Collective name": "allreduce", "broadcast", ...
+  std::string dtype;                // "dtype": "Float", ...
+  int64_t in_nelems = -1;           // "In msg nelems"; -1: not known
+  int64_t out_nelems = -1;          // "Out msg nelems"
+  int64_t group_size = -1;          // "Group size"
+  std::string in_split;             // "In split size": as PyTorch writes it, "[]" or "[2, 2]"
+  std::string out_split;            // "Out split size"
+  std::string pg_name;              // "Process Group Name": "0" for the default group
+  std::string pg_desc;              // "Process Group Description": "default_pg", ...
+  std::string pg_ranks;             // "Process Group Ranks": "[0, 1]"
+  int64_t rank = -1;                // "Rank": this process's rank in the group
+  int64_t global_rank_start = -1;   // "Global rank start"
+  int64_t global_rank_stride = -1;  // "Global rank stride"
+  int64_t seq = -1;  // "Seq": the group's count of collectives before this one (same on every
+                     // rank for the same collective)
 };
 
 // A `[memory]` event: an allocation (bytes > 0) or free (bytes < 0) seen by profile_memory.
 struct MemoryEvent {
   int64_t time_ns = 0;  // Unix epoch ns
   int64_t pid = 0;
-  int64_t tid = 0;            // OS thread that allocated or freed
+  int64_t tid = 0;  // OS thread that allocated or freed
   uint64_t address = 0;
   int64_t bytes = 0;
   int64_t total_allocated = 0;
   int64_t total_reserved = 0;
-  int8_t device_type = 0;     // c10::DeviceType: 0 CPU, 1 CUDA
-  int8_t device_index = -1;   // -1 for CPU
-  int64_t op = -1;            // index of the innermost op in Trace::events, -1 if none
+  int8_t device_type = 0;    // c10::DeviceType: 0 CPU, 1 CUDA
+  int8_t device_index = -1;  // -1 for CPU
+  int64_t op = -1;           // index of the innermost op in Trace::events, -1 if none
 };
 
 struct Event {
@@ -94,23 +115,24 @@ struct Event {
   int64_t pid = 0;
   int64_t tid = 0;
 
-  uint64_t external_id = 0;  // ptprof's id of the CPU op ("External id")
-  uint64_t correlation = 0;  // CUPTI correlation id (runtime call <-> GPU activity)
+  uint64_t external_id = 0;         // ptprof's id of the CPU op ("External id")
+  uint64_t correlation = 0;         // CUPTI correlation id (runtime call <-> GPU activity)
   uint64_t record_function_id = 0;  // unique per CPU op in the process ("Record function id")
-  int64_t sequence_nr = -1;     // autograd sequence number, -1 if none
-  uint64_t fwd_thread_id = 0;   // backward ops: logical id of the forward thread
-  uint64_t thread_id = 0;       // RecordFunction's logical thread id of the op
-  int64_t parent = -1;          // index of the enclosing event in Trace::events(), -1 if root
-  int32_t depth = 0;            // nesting depth on its thread
-  bool finished = true;         // false: still running when the window closed
+  int64_t sequence_nr = -1;         // autograd sequence number, -1 if none
+  uint64_t fwd_thread_id = 0;       // backward ops: logical id of the forward thread
+  uint64_t thread_id = 0;           // RecordFunction's logical thread id of the op
+  int64_t parent = -1;              // index of the enclosing event in Trace::events(), -1 if root
+  int32_t depth = 0;                // nesting depth on its thread
+  bool finished = true;             // false: still running when the window closed
   bool is_async = false;
-  bool flow_start = false;      // starts an "ac2g" flow (id = correlation): a launch
-  bool flow_end = false;        // ends one: the GPU activity it launched
+  bool flow_start = false;  // starts an "ac2g" flow (id = correlation): a launch
+  bool flow_end = false;    // ends one: the GPU activity it launched
 
   // Details (record_shapes / with_stack / with_flops): indexes into the Trace's tables.
-  int32_t inputs = -1;   // Trace::op_inputs
-  int32_t stack = -1;    // Trace::stacks
-  uint64_t flops = 0;    // estimated floating point operations, 0 if unknown
+  int32_t inputs = -1;      // Trace::op_inputs
+  int32_t stack = -1;       // Trace::stacks
+  uint64_t flops = 0;       // estimated floating point operations, 0 if unknown
+  int32_t collective = -1;  // Trace::collectives: a collective op, or a kernel it launched
 
   // CUDA runtime/driver calls.
   int32_t cbid = 0;

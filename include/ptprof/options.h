@@ -27,11 +27,24 @@ enum class Activity {
 // The launcher's variables fill `distributed` (below); ptprof does not own them, so a bad one
 // is a warning, not an error.
 
+// A c10d process group, as torch.profiler lists it in distributedInfo's "pg_config".
+struct ProcessGroupInfo {
+  std::string name;            // "0" for the default group, as torch.distributed names it
+  std::string desc;            // "default_pg", ...
+  std::string backend_config;  // "cpu:gloo", "cuda:nccl", ...
+  int64_t size = 0;
+  std::vector<int64_t> ranks;  // global ranks of its members
+};
+
 // Who this process is in a distributed job (torch.distributed's c10d, MPI, ...).
+// ptprof::distributed_info(process_group) (ptprof/distributed.h) fills it from a c10d group.
 struct DistributedInfo {
   std::string backend;      // "gloo", "nccl", ...; empty: not known, not written
   int64_t rank = -1;        // this process's rank in the default group
   int64_t world_size = -1;  // ranks in the default group
+  // The process groups this rank belongs to ("pg_count" and "pg_config"); empty: not written.
+  std::vector<ProcessGroupInfo> groups;
+  std::string nccl_version;  // "2.27.5"; empty: not written
 };
 
 struct Options {
@@ -46,7 +59,10 @@ struct Options {
   // the others still run.
   std::vector<TraceHandlerPtr> on_trace_ready;
 
-  bool record_shapes = false;   // op inputs: "Input Dims", "Input type", ... in the trace
+  // Op inputs: "Input Dims", "Input type", ... in the trace; also the arguments of c10d's
+  // collective ops ("Collective name", "In msg nelems", "Process Group Ranks", "Seq", ...),
+  // which are read from their inputs. NCCL's record_param_comms has its arguments either way.
+  bool record_shapes = false;
   bool profile_memory = false;  // "[memory]" events from c10's allocators
   bool with_stack = false;      // native C++ stack of each op at entry ("Call stack")
   bool with_flops = false;      // estimated FLOPs of matmuls, convolutions, attention, ...
@@ -56,8 +72,9 @@ struct Options {
   // "<hostname>_<pid>_rank<R>" in a distributed job.
   std::string worker_name;
 
-  // Written as each trace's "distributedInfo" ({"backend": ..., "rank": R, "world_size": N},
-  // as torch.profiler writes it: Holistic Trace Analysis finds each rank's file by it). Unset:
+  // Written as each trace's "distributedInfo" ({"backend": ..., "rank": R, "world_size": N,
+  // "pg_count": ..., "pg_config": [...]}, as torch.profiler writes it: Holistic Trace Analysis
+  // finds each rank's file by it). From a c10d group: ptprof::distributed_info(*pg). Unset:
   // from the launcher's environment, the first of RANK and WORLD_SIZE (torchrun, c10d's env://),
   // OMPI_COMM_WORLD_RANK and _SIZE (Open MPI), PMI_RANK and PMI_SIZE (MPICH, Intel MPI),
   // SLURM_PROCID and SLURM_NTASKS (srun); none of them: a single process, no distributedInfo.

@@ -1,6 +1,8 @@
 // ptprof/ptprof.h: the whole public API.
 #pragma once
 
+#include "ptprof/cross_rank.h"
+#include "ptprof/distributed.h"
 #include "ptprof/error.h"
 #include "ptprof/event.h"
 #include "ptprof/key_averages.h"

@@ -17,7 +17,7 @@
 namespace ptprof {
 
 struct ThreadInfo {
-  int64_t tid = 0;         // OS thread id
+  int64_t tid = 0;          // OS thread id
   uint64_t logical_id = 0;  // RecordFunction's thread id
   std::string name;         // pthread name
 };
@@ -52,6 +52,8 @@ class Trace {
   // with_stack: symbolized native frames, outermost first; Event::stack indexes it. A stack
   // cut at the depth bound starts with the frame "<truncated>" (its outer frames are gone).
   std::vector<std::vector<std::string>> stacks;
+  // Collectives' arguments (Event::collective indexes it; a kernel shares its op's entry).
+  std::vector<CollectiveInfo> collectives;
   std::vector<ThreadInfo> threads;
   std::vector<DeviceProperties> devices;
 
@@ -60,7 +62,7 @@ class Trace {
   std::string worker_name;
   int64_t window_start_ns = 0;  // Unix epoch ns
   int64_t window_end_ns = 0;
-  int64_t window_index = 0;  // 0 for the first saved window of the session
+  int64_t window_index = 0;    // 0 for the first saved window of the session
   std::vector<int64_t> steps;  // step numbers recorded in this window
 
   // Events that could not be recorded (memory budget): in all, and by kind ("cpu_op" for ops

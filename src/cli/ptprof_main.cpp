@@ -8,6 +8,7 @@
 //   ptprof memory TRACE [OUT.json|OUT.html]
 //   ptprof stacks TRACE OUT[.svg] [--metric self_cpu_time_total|self_cuda_time_total]
 //   ptprof report TRACE|DIR [--json] [--html OUT]        why the step is slow, and what to do
+//                                                         (a job's DIR: also who waits for whom)
 //   ptprof diff A B [--json]                              what changed between two runs
 //                                                         (traces, or run directories)
 //   ptprof merge DIR -o OUT [--window N] [--align auto|collectives|none]
@@ -25,9 +26,12 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "ptprof/cross_rank.h"
 #include "ptprof/error.h"
 #include "ptprof/key_averages.h"
 #include "ptprof/merge.h"
@@ -141,11 +145,33 @@ std::vector<std::string> traces_of(const std::string& path) {
   }
 }
 
+// Whether a directory's traces come from more than one process (the ranks of a job).
+bool several_workers(const std::string& path, const std::vector<std::string>& files) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return false;
+  std::set<std::string> workers;
+  for (const std::string& f : files) {
+    const std::string name = std::filesystem::path(f).filename().string();
+    workers.insert(name.substr(0, name.find('.')));
+  }
+  return workers.size() > 1;
+}
+
 int report(const std::string& path, bool json, const std::string& html) {
   const std::vector<std::string> files = traces_of(path);
   if (!html.empty() && files.size() > 1)
     throw InputError("ptprof: --html writes one page: give one trace, not " + path + " (" +
                      std::to_string(files.size()) + " traces)");
+  // A job's log directory: each rank's windows, then the ranks side by side.
+  std::optional<ptprof::CrossRankReport> ranks;
+  if (several_workers(path, files)) {
+    try {
+      ranks = ptprof::cross_rank_report(path);
+    } catch (const ptprof::Error& e) {  // processes that are not ranks of one job
+      std::cerr << "ptprof: the processes' traces are not compared as ranks: " << e.what() << "\n";
+    }
+  }
+  if (json && ranks) std::cout << "{\"windows\": ";
   if (json && files.size() > 1) std::cout << "[\n";
   for (std::size_t i = 0; i < files.size(); ++i) {
     const ptprof::Report r(read(files[i]));
@@ -158,6 +184,12 @@ int report(const std::string& path, bool json, const std::string& html) {
     if (!html.empty()) r.save_html(html);
   }
   if (json && files.size() > 1) std::cout << "]\n";
+  if (ranks) {
+    if (json)
+      std::cout << ", \"cross_rank\": " << ranks->to_json() << "}\n";
+    else
+      std::cout << "\n== " << path << ": across ranks\n" << ranks->summary();
+  }
   return 0;
 }
 
@@ -242,7 +274,9 @@ int main(int argc, char** argv) {
   std::string html, other;
   CLI::App* rp = app.add_subcommand(
       "report", "the diagnosis: step breakdown, GPU idle and its causes, ranked findings");
-  rp->add_option("TRACE", path, "trace file, or a directory of them (a TensorBoard run)")
+  rp->add_option("TRACE", path,
+                 "trace file, or a directory of them (a TensorBoard run; a job's ranks are "
+                 "also compared: who waits for whom)")
       ->required();
   rp->add_flag("--json", json, "the report as JSON (keys in docs/report.md)");
   rp->add_option("--html", html, "also write the report as a self-contained HTML page");

@@ -20,9 +20,10 @@
 
 #include "ptprof/event.h"
 
-#include "trace/clock.h"
+#include "recording/collective_args.h"
 #include "recording/details.h"
 #include "recording/stack_capture.h"
+#include "trace/clock.h"
 
 namespace ptprof::detail {
 namespace {
@@ -665,13 +666,41 @@ bool ensure_memory_reporter() {
 
 // Takes the reporter out of this thread's slot if it is the innermost entry.
 void remove_memory_reporter() {
-  if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) !=
-      memory_reporter().get())
+  if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != memory_reporter().get())
     return;
   try {
     c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
   } catch (...) {
     // Something was pushed above it; it stays, inert (memoryProfilingEnabled() is false).
+  }
+}
+
+// ---- collectives -----------------------------------------------------------------------
+// A collective's arguments go to one shared list, not the per-thread arena: a collective is
+// rare (one per gradient bucket and step) and costs far more than this lock and allocation.
+
+struct CollectiveRecord {
+  uint32_t gen;
+  uint64_t correlation;
+  CollectiveInfo info;
+};
+std::mutex& collectives_mu() {
+  static auto* m = new std::mutex();  // leaked, see names()
+  return *m;
+}
+std::vector<CollectiveRecord>& collective_records() {
+  static auto* v = new std::vector<CollectiveRecord>();
+  return *v;
+}
+
+__attribute__((noinline)) void record_collective(const at::RecordFunction& fn, uint32_t gen,
+                                                 uint64_t correlation) {
+  CollectiveInfo info;
+  if (!collective_args(fn, g_capture_inputs.load(kRelaxed), &info)) return;
+  try {
+    std::lock_guard<std::mutex> lock(collectives_mu());
+    collective_records().push_back(CollectiveRecord{gen, correlation, std::move(info)});
+  } catch (...) {  // out of memory: the op is still recorded, without its arguments
   }
 }
 
@@ -719,6 +748,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   s->fwd_tid = fn.forwardThreadId();
   s->correlation = ts->next_correlation();
   s->end.store(0, std::memory_order_relaxed);
+  if (__builtin_expect(is_collective_name(fn.name()), 0)) record_collective(fn, g, s->correlation);
   CorrelationHook push = g_push_hook.load(std::memory_order_relaxed);
   if (g_capture_any_details.load(kRelaxed)) record_details(ts, s, fn);
   // The reporter's slot can only change between outermost ops (thread-local state is swapped
@@ -796,7 +826,9 @@ Recorder& Recorder::get() {
   return r;
 }
 
-std::size_t Recorder::record_bytes() { return sizeof(Slot); }
+std::size_t Recorder::record_bytes() {
+  return sizeof(Slot);
+}
 
 std::size_t Recorder::window_bytes_per_record() {
   return sizeof(Slot) + sizeof(RawRecord) + sizeof(ptprof::Event);
@@ -861,7 +893,9 @@ void Recorder::begin_window(std::size_t max_event_bytes) {
   }
 }
 
-void Recorder::discard_window() { g_gen.fetch_add(1, std::memory_order_acq_rel); }
+void Recorder::discard_window() {
+  g_gen.fetch_add(1, std::memory_order_acq_rel);
+}
 
 Collected Recorder::end_window() {
   const uint32_t g = g_gen.fetch_add(1, std::memory_order_acq_rel);
@@ -933,6 +967,18 @@ Collected Recorder::end_window() {
         ++it;
       }
     }
+  }
+  {
+    // This window's; the next one's (recorded since the generation moved) stay.
+    std::lock_guard<std::mutex> lock(collectives_mu());
+    std::vector<CollectiveRecord> keep;
+    for (CollectiveRecord& r : collective_records()) {
+      if (r.gen == g)
+        out.collectives.emplace_back(r.correlation, std::move(r.info));
+      else if (r.gen == g + 1)
+        keep.push_back(std::move(r));
+    }
+    collective_records().swap(keep);
   }
   out.names = names().snapshot();
   out.clock = TickConverter::current();

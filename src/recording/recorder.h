@@ -14,8 +14,10 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "ptprof/event.h"
 #include "trace/clock.h"
 
 namespace ptprof::detail {
@@ -66,9 +68,11 @@ struct CollectedThread {
 struct Collected {
   TickConverter clock;  // ticks of the records -> CLOCK_MONOTONIC ns
   std::vector<CollectedThread> threads;
+  // Collective ops' arguments, by their record's correlation (RawRecord::correlation).
+  std::vector<std::pair<uint64_t, CollectiveInfo>> collectives;
   std::vector<std::string_view> names;  // by name_id (every name interned so far)
-  uint64_t dropped = 0;         // ops and ranges
-  uint64_t dropped_memory = 0;  // memory events
+  uint64_t dropped = 0;                 // ops and ranges
+  uint64_t dropped_memory = 0;          // memory events
 };
 
 // Hooks for the GPU side: push/pop a CPU op's id as CUPTI external correlation.

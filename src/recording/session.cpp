@@ -32,6 +32,7 @@
 #include "recording/stack_capture.h"
 #include "recording/symbolizer.h"
 #include "trace/clock.h"
+#include "trace/collectives.h"
 #include "trace/flops.h"
 #include "trace/handlers.h"
 #include "trace/json_writer.h"
@@ -160,6 +161,30 @@ std::string json_string(const std::string& s) {
   return out;
 }
 
+// distributedInfo as torch.profiler writes it (json.dumps of a dict: ", " and ": " spacing,
+// which HTA's rank regex needs), with the keys in its order.
+std::string distributed_info_json(const DistributedInfo& d) {
+  std::string s = "{";
+  if (!d.backend.empty()) s += "\"backend\": " + json_string(d.backend) + ", ";
+  s += "\"rank\": " + std::to_string(d.rank) + ", \"world_size\": " + std::to_string(d.world_size);
+  if (!d.groups.empty()) {
+    s += ", \"pg_count\": " + std::to_string(d.groups.size()) + ", \"pg_config\": [";
+    for (std::size_t i = 0; i < d.groups.size(); ++i) {
+      const ProcessGroupInfo& g = d.groups[i];
+      s += (i ? ", " : "");
+      s += "{\"pg_name\": " + json_string(g.name) + ", \"pg_desc\": " + json_string(g.desc) +
+           ", \"backend_config\": " + json_string(g.backend_config) +
+           ", \"pg_size\": " + std::to_string(g.size) + ", \"ranks\": [";
+      for (std::size_t k = 0; k < g.ranks.size(); ++k)
+        s += (k ? ", " : "") + std::to_string(g.ranks[k]);
+      s += "]}";
+    }
+    s += "]";
+  }
+  if (!d.nccl_version.empty()) s += ", \"nccl_version\": " + json_string(d.nccl_version);
+  return s + "}";
+}
+
 }  // namespace
 
 std::string Status::message() const {
@@ -186,10 +211,7 @@ class SessionImpl {
       const DistributedInfo& d = *opts_.distributed;
       if (opts_.worker_name.empty()) worker_name_ += "_rank" + std::to_string(d.rank);
       // Spaced as Python's json.dumps spaces it: HTA finds the rank with "rank":\s+(\d+).
-      distributed_info_ = "{";
-      if (!d.backend.empty()) distributed_info_ += "\"backend\": " + json_string(d.backend) + ", ";
-      distributed_info_ += "\"rank\": " + std::to_string(d.rank) +
-                           ", \"world_size\": " + std::to_string(d.world_size) + "}";
+      distributed_info_ = distributed_info_json(d);
     }
     try {
       for (Activity a : opts_.activities) want_cuda_ |= a == Activity::CUDA;
@@ -561,6 +583,7 @@ class SessionImpl {
     }
     trace->rebuild_tree();
     trace->attribute_memory();
+    detail::share_collectives_with_kernels(*trace);
     last_trace_ = trace;
     ++window_index_;
     if (!outputs) return;
@@ -694,6 +717,12 @@ class SessionImpl {
     if (win_.profile_memory) t.metadata["profile_memory"] = "1";
     if (win_.with_stack) t.metadata["with_stack"] = "1";
     if (win_.with_flops) t.metadata["with_flops"] = "1";
+    // Collectives' arguments, found by their record's correlation.
+    std::unordered_map<uint64_t, int32_t> collective_of;
+    for (const auto& [correlation, info] : c.collectives) {
+      collective_of.emplace(correlation, static_cast<int32_t>(t.collectives.size()));
+      t.collectives.push_back(info);
+    }
     DetailTables tables{{}, symbolizer_, {}};
     std::vector<std::string_view> name_views(c.names.size());
     std::vector<bool> interned(c.names.size(), false);
@@ -748,6 +777,10 @@ class SessionImpl {
         e.fwd_thread_id = r.fwd_tid;
         e.thread_id = th.logical_tid;
         e.is_async = (r.flags & detail::kFlagAsync) != 0;
+        if (!collective_of.empty()) {
+          auto it = collective_of.find(r.correlation);
+          if (it != collective_of.end()) e.collective = it->second;
+        }
         if (r.details != detail::kNoDetails && r.details < th.details.size())
           add_details(std::string_view(th.details).substr(r.details, r.details_len), e, t, tables);
         t.events.push_back(e);

@@ -64,12 +64,39 @@ void write_inputs(JsonWriter& w, const std::vector<OpInput>& inputs) {
   w.end_array();
 }
 
+// The collective's args, in the order Kineto writes them; what is not known is left out.
+void write_collective(JsonWriter& w, const Trace& t, const Event& e) {
+  if (e.collective < 0 || static_cast<std::size_t>(e.collective) >= t.collectives.size()) return;
+  const CollectiveInfo& c = t.collectives[static_cast<std::size_t>(e.collective)];
+  auto text = [&](std::string_view key, const std::string& v) {
+    if (!v.empty()) w.key(key).value(v);
+  };
+  auto number = [&](std::string_view key, int64_t v) {
+    if (v >= 0) w.key(key).value(v);
+  };
+  text("Collective name", c.name);
+  number("In msg nelems", c.in_nelems);
+  number("Out msg nelems", c.out_nelems);
+  number("Group size", c.group_size);
+  text("dtype", c.dtype);
+  text("In split size", c.in_split);
+  text("Out split size", c.out_split);
+  text("Process Group Name", c.pg_name);
+  text("Process Group Description", c.pg_desc);
+  text("Process Group Ranks", c.pg_ranks);
+  number("Rank", c.rank);
+  number("Global rank start", c.global_rank_start);
+  number("Global rank stride", c.global_rank_stride);
+  number("Seq", c.seq);
+}
+
 void write_cpu_args(JsonWriter& w, const Trace& t, const Event& e, uint64_t index) {
   w.key("args").begin_object();
   if (e.external_id != 0) w.key("External id").value(e.external_id);
   if (e.inputs >= 0 && static_cast<std::size_t>(e.inputs) < t.op_inputs.size())
     write_inputs(w, t.op_inputs[e.inputs]);
   if (e.flops != 0) w.key("flops").value(e.flops);
+  write_collective(w, t, e);
   if (e.stack >= 0 && static_cast<std::size_t>(e.stack) < t.stacks.size()) {
     std::string joined;
     for (const std::string& f : t.stacks[e.stack]) {
@@ -88,7 +115,7 @@ void write_cpu_args(JsonWriter& w, const Trace& t, const Event& e, uint64_t inde
   w.end_object();
 }
 
-void write_gpu_args(JsonWriter& w, const Event& e) {
+void write_gpu_args(JsonWriter& w, const Trace& t, const Event& e) {
   w.key("args").begin_object();
   if (e.external_id != 0) w.key("External id").value(e.external_id);
   switch (e.kind) {
@@ -111,6 +138,7 @@ void write_gpu_args(JsonWriter& w, const Event& e) {
           .value(k.block[2])
           .end_array();
       w.key("est. achieved occupancy %").value(k.occupancy_pct);
+      write_collective(w, t, e);  // an NCCL kernel: its collective's, as Kineto copies them
       break;
     }
     case EventKind::Memcpy:
@@ -251,7 +279,7 @@ void write_trace_events(const Trace& t, JsonWriter& w, int64_t base_ns, const Ev
     } else if (e.kind == EventKind::GpuUserAnnotation) {
       w.key("args").begin_object().key("External id").value(e.external_id).end_object();
     } else if (e.kind != EventKind::Overhead) {
-      write_gpu_args(w, e);
+      write_gpu_args(w, t, e);
     }
     w.end_object();
     if (e.flow_start) flow(e, true);

@@ -6,22 +6,33 @@
 #include <unordered_map>
 
 #include "trace/chrome_trace.h"
+#include "trace/collectives.h"
 #include "trace/json_writer.h"
 
 namespace ptprof {
 
 const char* category(EventKind kind) {
   switch (kind) {
-    case EventKind::CpuOp: return "cpu_op";
-    case EventKind::UserAnnotation: return "user_annotation";
-    case EventKind::Kernel: return "kernel";
-    case EventKind::Memcpy: return "gpu_memcpy";
-    case EventKind::Memset: return "gpu_memset";
-    case EventKind::CudaRuntime: return "cuda_runtime";
-    case EventKind::CudaDriver: return "cuda_driver";
-    case EventKind::CudaSync: return "cuda_sync";
-    case EventKind::GpuUserAnnotation: return "gpu_user_annotation";
-    case EventKind::Overhead: return "overhead";
+    case EventKind::CpuOp:
+      return "cpu_op";
+    case EventKind::UserAnnotation:
+      return "user_annotation";
+    case EventKind::Kernel:
+      return "kernel";
+    case EventKind::Memcpy:
+      return "gpu_memcpy";
+    case EventKind::Memset:
+      return "gpu_memset";
+    case EventKind::CudaRuntime:
+      return "cuda_runtime";
+    case EventKind::CudaDriver:
+      return "cuda_driver";
+    case EventKind::CudaSync:
+      return "cuda_sync";
+    case EventKind::GpuUserAnnotation:
+      return "gpu_user_annotation";
+    case EventKind::Overhead:
+      return "overhead";
   }
   return "unknown";
 }
@@ -112,8 +123,9 @@ void Trace::rebuild_tree() {
 }
 
 void Trace::attribute_memory() {
-  std::stable_sort(memory_events.begin(), memory_events.end(),
-                   [](const MemoryEvent& a, const MemoryEvent& b) { return a.time_ns < b.time_ns; });
+  std::stable_sort(
+      memory_events.begin(), memory_events.end(),
+      [](const MemoryEvent& a, const MemoryEvent& b) { return a.time_ns < b.time_ns; });
   std::unordered_map<int64_t, std::vector<int64_t>> by_thread;
   for (int64_t i = 0; i < static_cast<int64_t>(events.size()); ++i) {
     const Event& e = events[i];
@@ -121,9 +133,8 @@ void Trace::attribute_memory() {
       by_thread[e.tid].push_back(i);
   }
   for (auto& [tid, idx] : by_thread) {
-    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
-      return events[a].start_ns < events[b].start_ns;
-    });
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](int64_t a, int64_t b) { return events[a].start_ns < events[b].start_ns; });
   }
   for (MemoryEvent& m : memory_events) {
     m.op = -1;
@@ -131,9 +142,8 @@ void Trace::attribute_memory() {
     if (it == by_thread.end()) continue;
     const auto& idx = it->second;
     // The last op starting at or before the event, then up to the first that contains it.
-    auto pos = std::upper_bound(idx.begin(), idx.end(), m.time_ns, [&](int64_t t, int64_t i) {
-      return t < events[i].start_ns;
-    });
+    auto pos = std::upper_bound(idx.begin(), idx.end(), m.time_ns,
+                                [&](int64_t t, int64_t i) { return t < events[i].start_ns; });
     if (pos == idx.begin()) continue;
     int64_t k = *(pos - 1);
     while (k >= 0 && events[k].start_ns + events[k].duration_ns < m.time_ns) k = events[k].parent;
@@ -156,3 +166,36 @@ void Trace::save(const std::string& path, const SaveOptions& options) const {
 }
 
 }  // namespace ptprof
+
+namespace ptprof::detail {
+
+void share_collectives_with_kernels(Trace& t) {
+  if (t.collectives.empty()) return;
+  std::unordered_map<uint64_t, int64_t> op_of;  // External id -> CPU event
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const Event& e = t.events[i];
+    if (!is_gpu(e.kind) && e.external_id != 0)
+      op_of.emplace(e.external_id, static_cast<int64_t>(i));
+  }
+  constexpr int kMaxLevels = 4;  // record_param_comms inside c10d::allreduce_ inside a range...
+  for (Event& k : t.events) {
+    // NCCL's own kernels: a copy kernel launched inside the op is not the collective.
+    if (k.kind != EventKind::Kernel || k.collective >= 0 || k.external_id == 0 ||
+        (k.name.find("nccl") == std::string_view::npos &&
+         k.name.find("NCCL") == std::string_view::npos))
+      continue;
+    auto it = op_of.find(k.external_id);
+    if (it == op_of.end()) continue;
+    int64_t at = it->second;
+    for (int level = 0; at >= 0 && level < kMaxLevels; ++level) {
+      const Event& op = t.events[static_cast<std::size_t>(at)];
+      if (op.collective >= 0) {
+        k.collective = op.collective;
+        break;
+      }
+      at = op.parent;
+    }
+  }
+}
+
+}  // namespace ptprof::detail

@@ -37,13 +37,15 @@
 #include <utility>
 #include <vector>
 
-#include "trace/json_cursor.h"
-#include "trace/reader_error.h"
-#include "trace/json_writer.h"
 #include "ptprof/error.h"
+#include "trace/json_cursor.h"
+#include "trace/json_writer.h"
+#include "trace/reader_error.h"
 
 namespace ptprof {
-Trace Trace::load(const std::string& path) { return detail::read_trace(path); }
+Trace Trace::load(const std::string& path) {
+  return detail::read_trace(path);
+}
 }  // namespace ptprof
 
 namespace ptprof::detail {
@@ -478,13 +480,32 @@ enum class Arg : uint8_t {
   kAddr,
   kDeviceId,
   kDeviceType,
+  // Collectives (CollectiveInfo): numbers here, strings in RawEvent::coll.
+  kInNelems,
+  kOutNelems,
+  kGroupSize,
+  kRank,
+  kGlobalRankStart,
+  kGlobalRankStride,
+  kSeq,
+  kCollName,
+  kDtype,
+  kInSplit,
+  kOutSplit,
+  kPgName,
+  kPgDesc,
+  kPgRanks,
   kCount
 };
 
 Arg arg_of(std::string_view k) {
   // By length first: one or two comparisons per key.
   switch (k.size()) {
+    case 3:
+      if (k == "Seq") return Arg::kSeq;
+      break;
     case 4:
+      if (k == "Rank") return Arg::kRank;
       if (k == "cbid") return Arg::kCbid;
       if (k == "grid") return Arg::kGrid;
       if (k == "name") return Arg::kName;
@@ -495,6 +516,7 @@ Arg arg_of(std::string_view k) {
       if (k == "bytes") return Arg::kBytes;
       if (k == "block") return Arg::kBlock;
       if (k == "Bytes") return Arg::kMemBytes;
+      if (k == "dtype") return Arg::kDtype;
       break;
     case 6:
       if (k == "device") return Arg::kDevice;
@@ -515,6 +537,7 @@ Arg arg_of(std::string_view k) {
       if (k == "Input Dims" || k == "Input dims") return Arg::kInputDims;
       if (k == "Input type") return Arg::kInputType;
       if (k == "Call stack") return Arg::kCallStack;
+      if (k == "Group size") return Arg::kGroupSize;
       break;
     case 11:
       if (k == "External id" || k == "external id") return Arg::kExternalId;
@@ -529,23 +552,37 @@ Arg arg_of(std::string_view k) {
       if (k == "Input Strides") return Arg::kInputStrides;
       if (k == "shared memory") return Arg::kSharedMemory;
       if (k == "blocks per SM") return Arg::kBlocksPerSm;
+      if (k == "In msg nelems") return Arg::kInNelems;
+      if (k == "In split size") return Arg::kInSplit;
       break;
     case 14:
       if (k == "Total Reserved") return Arg::kTotalReserved;
+      if (k == "Out msg nelems") return Arg::kOutNelems;
+      if (k == "Out split size") return Arg::kOutSplit;
       break;
     case 15:
       if (k == "Sequence number") return Arg::kSequenceNumber;
       if (k == "Concrete Inputs") return Arg::kConcreteInputs;
       if (k == "Total Allocated") return Arg::kTotalAllocated;
+      if (k == "Collective name") return Arg::kCollName;
+      break;
+    case 17:
+      if (k == "Global rank start") return Arg::kGlobalRankStart;
       break;
     case 18:
       if (k == "Record function id") return Arg::kRecordFunctionId;
+      if (k == "Global rank stride") return Arg::kGlobalRankStride;
+      if (k == "Process Group Name") return Arg::kPgName;
+      break;
+    case 19:
+      if (k == "Process Group Ranks") return Arg::kPgRanks;
       break;
     case 20:
       if (k == "registers per thread") return Arg::kRegisters;
       break;
     case 25:
       if (k == "est. achieved occupancy %") return Arg::kOccupancy;
+      if (k == "Process Group Description") return Arg::kPgDesc;
       break;
     default:
       break;
@@ -581,6 +618,8 @@ struct RawEvent {
   std::string text;
   bool has_inputs = false;
   std::size_t n_inputs = 0;  // of RawEvent::inputs in use
+  bool has_coll = false;     // any collective arg
+  CollectiveInfo coll;       // its strings (numbers are in ints)
 
   void reset() {
     ph = 0;
@@ -597,6 +636,10 @@ struct RawEvent {
     std::fill(block, block + 3, 0);
     has_stack = has_text = has_inputs = false;
     n_inputs = 0;
+    if (has_coll) {
+      has_coll = false;
+      coll = CollectiveInfo{};
+    }
   }
   const IntValue& arg(Arg a) const { return ints[static_cast<int>(a)]; }
 };
@@ -610,7 +653,6 @@ struct Flow {
 // Metadata values are written into the top-level object as they are; the writer takes JSON
 // text nested no deeper than its bound, one level being the top-level object.
 constexpr int kMaxMetadataDepth = JsonWriter::kMaxDepth - 1;
-
 
 // A value the cursor captured, made strict JSON where the cursor was lenient (raw control
 // characters and invalid UTF-8 in strings, a bare N/A), so that the writer can put it back;
@@ -940,6 +982,34 @@ class TraceBuilder {
         case Arg::kCallStack:
           ev_.has_stack = string_value(&ev_.stack);
           break;
+        case Arg::kCollName:
+        case Arg::kDtype:
+        case Arg::kInSplit:
+        case Arg::kOutSplit:
+        case Arg::kPgName:
+        case Arg::kPgDesc:
+        case Arg::kPgRanks: {
+          CollectiveInfo& c = ev_.coll;
+          std::string* to = a == Arg::kCollName   ? &c.name
+                            : a == Arg::kDtype    ? &c.dtype
+                            : a == Arg::kInSplit  ? &c.in_split
+                            : a == Arg::kOutSplit ? &c.out_split
+                            : a == Arg::kPgName   ? &c.pg_name
+                            : a == Arg::kPgDesc   ? &c.pg_desc
+                                                  : &c.pg_ranks;
+          ev_.has_coll |= string_value(to);
+          break;
+        }
+        case Arg::kInNelems:
+        case Arg::kOutNelems:
+        case Arg::kGroupSize:
+        case Arg::kRank:
+        case Arg::kGlobalRankStart:
+        case Arg::kGlobalRankStride:
+        case Arg::kSeq:
+          ev_.ints[static_cast<int>(a)] = int_value();
+          ev_.has_coll |= ev_.ints[static_cast<int>(a)].has;
+          break;
         case Arg::kName:
         case Arg::kLabels:
           ev_.has_text = string_value(&ev_.text);
@@ -1184,6 +1254,21 @@ class TraceBuilder {
     }
     if (ev_.has_inputs) e.inputs = inputs_index();
     if (ev_.has_stack) e.stack = stack_index(ev_.stack);
+    // Kineto always names the collective; a lone "dtype" or "Rank" of some other op is not one.
+    if (ev_.has_coll && !ev_.coll.name.empty() &&
+        (kind == EventKind::CpuOp || kind == EventKind::Kernel ||
+         kind == EventKind::UserAnnotation)) {
+      CollectiveInfo c = std::move(ev_.coll);
+      c.in_nelems = ev_.arg(Arg::kInNelems).i64(-1);
+      c.out_nelems = ev_.arg(Arg::kOutNelems).i64(-1);
+      c.group_size = ev_.arg(Arg::kGroupSize).i64(-1);
+      c.rank = ev_.arg(Arg::kRank).i64(-1);
+      c.global_rank_start = ev_.arg(Arg::kGlobalRankStart).i64(-1);
+      c.global_rank_stride = ev_.arg(Arg::kGlobalRankStride).i64(-1);
+      c.seq = ev_.arg(Arg::kSeq).i64(-1);
+      e.collective = static_cast<int32_t>(t_.collectives.size());
+      t_.collectives.push_back(std::move(c));
+    }
     int64_t step;
     if (kind == EventKind::UserAnnotation && step_number(e.name, &step)) steps_.push_back(step);
     events_.push(e);
