@@ -86,6 +86,13 @@ TEST(Collectives, RecordParamCommsCarriesItsArgumentsAsKinetoWritesThem) {
       EXPECT_EQ(a["Out split size"], "[512, 512]");
     }
     EXPECT_TRUE(found);
+    // Nothing said who this process is: its collectives did, as Kineto reads them.
+    EXPECT_EQ(nlohmann::json::parse(t.metadata.at("distributedInfo")),
+              nlohmann::json::parse(R"({"backend": "nccl", "rank": 1, "world_size": 2,
+                "pg_count": 1, "pg_config": [{"pg_name": "0", "pg_desc": "default_pg",
+                "backend_config": "cuda:nccl", "pg_size": 2, "ranks": [0, 1]}]})"));
+    EXPECT_NE(t.metadata.at("distributedInfo").find("\"rank\": 1"), std::string::npos)
+        << "spaced for HTA's rank regex";
   }
 }
 #endif

@@ -74,7 +74,9 @@ struct Options {
 
   // Written as each trace's "distributedInfo" ({"backend": ..., "rank": R, "world_size": N,
   // "pg_count": ..., "pg_config": [...]}, as torch.profiler writes it: Holistic Trace Analysis
-  // finds each rank's file by it). From a c10d group: ptprof::distributed_info(*pg). Unset:
+  // finds each rank's file by it). From a c10d group: ptprof::distributed_info(*pg). Groups
+  // not given here are completed from those the window's collectives used (as Kineto does), and
+  // with nothing else known the rank and world size are those of the default group's. Unset:
   // from the launcher's environment, the first of RANK and WORLD_SIZE (torchrun, c10d's env://),
   // OMPI_COMM_WORLD_RANK and _SIZE (Open MPI), PMI_RANK and PMI_SIZE (MPICH, Intel MPI),
   // SLURM_PROCID and SLURM_NTASKS (srun); none of them: a single process, no distributedInfo.

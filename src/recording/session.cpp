@@ -712,7 +712,6 @@ class SessionImpl {
       t.gpu_unavailable_reason = gpu_reason_;
       t.metadata["ptprof_gpu_unavailable"] = json_string(gpu_reason_);
     }
-    if (!distributed_info_.empty()) t.metadata["distributedInfo"] = distributed_info_;
     if (win_.record_shapes) t.metadata["record_shapes"] = "1";
     if (win_.profile_memory) t.metadata["profile_memory"] = "1";
     if (win_.with_stack) t.metadata["with_stack"] = "1";
@@ -723,6 +722,8 @@ class SessionImpl {
       collective_of.emplace(correlation, static_cast<int32_t>(t.collectives.size()));
       t.collectives.push_back(info);
     }
+    const std::string info = window_distributed_info(t.collectives);
+    if (!info.empty()) t.metadata["distributedInfo"] = info;
     DetailTables tables{{}, symbolizer_, {}};
     std::vector<std::string_view> name_views(c.names.size());
     std::vector<bool> interned(c.names.size(), false);
@@ -788,6 +789,57 @@ class SessionImpl {
     }
     // Inputs decoded only for FLOPs are not the trace's to keep.
     if (!win_.record_shapes) std::vector<std::vector<OpInput>>().swap(t.op_inputs);
+  }
+
+  // distributedInfo of a window: the Options' (a group handed in, the launcher's environment),
+  // its groups completed from those the window's collectives used, as Kineto does; without
+  // either, the rank and world size of the default group's collectives. Empty: none.
+  std::string window_distributed_info(const std::vector<CollectiveInfo>& collectives) const {
+    if (collectives.empty() || (opts_.distributed && !opts_.distributed->groups.empty()))
+      return distributed_info_;
+    std::vector<ProcessGroupInfo> seen;
+    const CollectiveInfo* world = nullptr;
+    bool nccl = false;
+    for (const CollectiveInfo& c : collectives) {
+      // NCCL's record_param_comms names its global ranks; c10d ops of other backends do not.
+      nccl |= c.global_rank_stride >= 0;
+      if (c.pg_name.empty() ||
+          std::any_of(seen.begin(), seen.end(),
+                      [&](const ProcessGroupInfo& g) { return g.name == c.pg_name; }))
+        continue;
+      ProcessGroupInfo g;
+      g.name = c.pg_name;
+      g.desc = c.pg_desc;
+      g.size = c.group_size;
+      for (const char* p = c.pg_ranks.c_str(); *p != '\0';) {
+        char* end = nullptr;
+        const long long r = std::strtoll(p, &end, 10);
+        if (end == p) {
+          ++p;
+          continue;
+        }
+        g.ranks.push_back(r);
+        p = end;
+      }
+      seen.push_back(std::move(g));
+      if (c.pg_desc == "default_pg" && world == nullptr) world = &c;
+    }
+    if (seen.empty()) return distributed_info_;
+    DistributedInfo d;
+    if (opts_.distributed) {
+      d = *opts_.distributed;
+    } else if (world != nullptr && world->rank >= 0 && world->group_size > 0) {
+      d.rank = world->rank;
+      d.world_size = world->group_size;
+    } else {
+      return distributed_info_;
+    }
+    if (nccl) {
+      if (d.backend.empty()) d.backend = "nccl";
+      for (ProcessGroupInfo& g : seen) g.backend_config = "cuda:nccl";
+    }
+    d.groups = std::move(seen);
+    return distributed_info_json(d);
   }
 
   // Details of a trace. Stacks: each distinct address list once, each address symbolized

@@ -117,6 +117,14 @@ def main():
                 failures.append(f"merged: processes {names}, ptprof_merge {info}")
             else:
                 print("ok merged: one process per rank (0, 1); rank 2 of 3 named missing")
+        # The report of the run directory says the same in its cross-rank part.
+        p = subprocess.run([cli, "report", out, "--json"], capture_output=True, text=True)
+        cross = json.loads(p.stdout).get("cross_rank", {}) if p.returncode == 0 else {}
+        if cross.get("missing_ranks") != [2]:
+            failures.append(f"ptprof report {out}: exit {p.returncode}, cross_rank {cross} "
+                            f"{p.stderr[-300:]}")
+        else:
+            print("ok ptprof report names rank 2 of 3 missing")
     own = glob.glob(os.path.join(work, "own_*", "*.pt.trace.json*"))
     if own:
         failures.append(f"on-demand-only ranks wrote their own schedule's windows: {own}")
