@@ -1,6 +1,7 @@
 // bench_step: what profiling costs a realistic training step, end to end, on CPU.
 //
 //   bench_step [--json] [--reps R] [--steps S] [--only NAME,NAME...]
+//   valgrind --tool=callgrind bench_step --instructions [--steps S] [--only ...]
 //
 // The step: a batch of 32 images from a libtorch DataLoader (32 samples made and stacked, in a
 // ptprof::DataLoaderRange), a small CNN (two conv + batch-norm + ReLU blocks, max and adaptive
@@ -16,15 +17,26 @@
 //
 // Each sample is S steps in one profiling session, timed in thread CPU time (session start and
 // trace building are outside it), and is paired with a no-profiler sample taken just before
-// it; a configuration's cost is the median of those differences over R repetitions, with the
+// it (after S steps not counted; configurations in a new random order each repetition); a
+// configuration's cost is the median of those differences over R repetitions, with the
 // 10th-90th percentile spread, as a percent of the no-profiler step. Closing the session's
 // window (building its trace of S steps) is timed apart: it is paid once per window.
+//
+// --instructions (under callgrind; `scripts/bench instructions` runs it): the same
+// configurations, each run for S steps between a zeroing and a dump of callgrind's counters
+// named after it (after one window of each that is not counted), with a no-profiler run before
+// each. Instructions executed are not
+// time (a cache miss costs more than an add), but on a shared machine they are the one measure
+// that does not move from run to run: the driver reads the dumps and prints each
+// configuration's instructions per step against the step's.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,6 +45,14 @@
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
+// valgrind's client requests (Debian's valgrind package); without them --instructions says so.
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_DUMP_STATS_AT(name) (void)(name)
+#endif
 
 #include "bench_common.h"
 #include "ptprof/ptprof.h"
@@ -128,6 +148,8 @@ const std::vector<std::pair<std::string, Flags>> kOptions = {
     {"with_stack", {false, false, true, false}},
     {"with_flops", {false, false, false, true}},
     {"all", {true, true, true, true}},
+    // What libtorch's "all" records from C++: its with_stack has no Python stack to take there.
+    {"all_but_stack", {true, true, false, true}},
 };
 
 // What any observer pays for an option: the callback itself, inputs boxed for it
@@ -143,12 +165,15 @@ std::string floor_of(const Flags& f) {
 
 int main(int argc, char** argv) {
   bool json = false;
+  bool instructions = false;
   int reps = 21;
   int steps = 4;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json")) {
       json = true;
+    } else if (!std::strcmp(argv[i], "--instructions")) {
+      instructions = true;
     } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) {
@@ -156,7 +181,8 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
       only = "," + std::string(argv[++i]) + ",";
     } else {
-      std::fprintf(stderr, "usage: %s [--json] [--reps R] [--steps S] [--only NAME,...]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--json | --instructions] [--reps R] [--steps S] [--only NAME,...]\n",
                    argv[0]);
       return 2;
     }
@@ -232,6 +258,43 @@ int main(int argc, char** argv) {
                   configs.end());
   }
 
+  if (instructions) {
+    if (!RUNNING_ON_VALGRIND) {
+      std::fprintf(stderr,
+                   "bench_step: --instructions counts under callgrind: run it as "
+                   "`valgrind --tool=callgrind %s --instructions` (scripts/bench "
+                   "instructions does)\n",
+                   argv[0]);
+      return 2;
+    }
+    // For the driver: steps per run, and which floor each option is measured above.
+    std::printf("steps %d\n", steps);
+    for (const auto& [option, f] : kOptions)
+      std::printf("option %s %s\n", option.c_str(), floor_of(f).c_str());
+    std::fflush(stdout);
+    // A first window of each configuration, not counted: what a process pays once (a thread's
+    // first op under ptprof allocates its recording state, the first window its buffers and
+    // its names) stays out, as it does from the timed medians.
+    for (Config& c : configs) {
+      c.setup();
+      for (int i = 0; i < steps; ++i) trainer.step();
+      c.teardown();
+    }
+    // One dump per run, named for the driver: "baseline <config>" then "<config>".
+    for (Config& c : configs) {
+      const std::string before = "baseline " + c.name;
+      CALLGRIND_ZERO_STATS;
+      for (int i = 0; i < steps; ++i) trainer.step();
+      CALLGRIND_DUMP_STATS_AT(before.c_str());
+      c.setup();
+      CALLGRIND_ZERO_STATS;
+      for (int i = 0; i < steps; ++i) trainer.step();
+      CALLGRIND_DUMP_STATS_AT(c.name.c_str());
+      c.teardown();
+    }
+    return 0;
+  }
+
   auto run_steps = [&] {
     const int64_t t0 = ptprof::bench::thread_cpu_ns();
     for (int i = 0; i < steps; ++i) trainer.step();
@@ -239,8 +302,17 @@ int main(int argc, char** argv) {
   };
   std::vector<double> baseline;
   std::map<std::string, std::vector<double>> diffs, closes;
+  // Configurations in a new order each repetition, each after a run that is not counted: the
+  // sample after a teardown (libtorch's frees its buffers, cold caches) ran slower, which made
+  // whichever configuration came next look cheaper than no profiler at all.
+  std::mt19937 shuffle_rng(20261206);
+  std::vector<std::size_t> order(configs.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
   for (int r = 0; r < reps; ++r) {
-    for (Config& c : configs) {
+    std::shuffle(order.begin(), order.end(), shuffle_rng);
+    for (const std::size_t k : order) {
+      Config& c = configs[k];
+      run_steps();
       const double before = run_steps();
       c.setup();
       const double x = run_steps();

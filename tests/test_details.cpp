@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "recording/recorder.h"
 #include "trace/flops.h"
 #include "test_util.h"
 
@@ -395,6 +396,34 @@ TEST(RecordShapes, OpsWithTheSameInputsShareAnEntry) {
   ASSERT_NE(first_mm, nullptr);
   EXPECT_EQ(first_mm->inputs, -1);
   EXPECT_EQ(first_mm->flops, 2u * 4 * 4 * 4);
+}
+
+// with_flops without record_shapes keeps the inputs of the ops a FLOP formula reads, and of
+// no other op: relu's are not encoded on the hot path at all.
+TEST(WithFlops, AloneKeepsTheInputsOfFormulaOpsOnly) {
+  auto a = torch::ones({4, 4});
+  for (const bool shapes : {false, true}) {
+    detail::Recorder& r = detail::Recorder::get();
+    detail::CaptureOptions c;
+    c.inputs = true;
+    c.inputs_for_flops_only = !shapes;
+    r.install(c);
+    r.begin_window(std::size_t{64} << 20);
+    torch::mm(a, a);
+    torch::relu(a);
+    torch::add(a, a);
+    const detail::Collected got = r.end_window();
+    r.uninstall();
+    std::map<std::string, bool> details;  // op name -> whether its record has details
+    for (const auto& th : got.threads)
+      for (const detail::RawRecord& rec : th.records)
+        if (rec.scope != detail::kScopeMemory && rec.name_id < got.names.size())
+          details[std::string(got.names[rec.name_id])] |= (rec.flags & detail::kFlagDetails) != 0;
+    ASSERT_TRUE(details.count("aten::relu")) << "shapes " << shapes;
+    EXPECT_TRUE(details["aten::mm"]) << "shapes " << shapes;
+    EXPECT_TRUE(details["aten::add"]) << "shapes " << shapes;
+    EXPECT_EQ(details["aten::relu"], shapes);
+  }
 }
 
 class AllCombinations : public ::testing::TestWithParam<int> {};

@@ -8,6 +8,7 @@
 
 using ptprof::OpInput;
 using ptprof::detail::estimate_flops;
+using ptprof::detail::has_flops_formula;
 
 namespace {
 
@@ -250,3 +251,21 @@ TEST(Flops, NegativeAndOverflowingSizesAreZero) {
 }
 
 }  // namespace
+
+// The recorder keeps inputs for with_flops alone by has_flops_formula: it must name exactly the
+// ops estimate_flops has a formula for.
+TEST(Flops, FormulaNamesAreTheEstimatedOnes) {
+  for (const char* name :
+       {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+        "aten::convolution", "aten::_convolution", "aten::conv2d", "aten::conv_transpose3d",
+        "aten::convolution_backward", "aten::scaled_dot_product_attention",
+        "aten::_scaled_dot_product_flash_attention_backward", "aten::add", "aten::mul_",
+        "aten::true_divide", "aten::add.Tensor"})
+    EXPECT_TRUE(has_flops_formula(name)) << name;
+  for (const char* name : {"aten::relu", "aten::empty", "mm", "aten::", "", "aten::addcmul",
+                           "aten::mmx", "c10d::allreduce_", "ProfilerStep#3"})
+    EXPECT_FALSE(has_flops_formula(name)) << name;
+  EXPECT_EQ(estimate_flops("aten::relu", {T({4, 4})}), 0u);
+  EXPECT_GT(estimate_flops("aten::mm", {T({4, 4}), T({4, 4})}), 0u);
+}
+

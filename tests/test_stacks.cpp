@@ -25,8 +25,8 @@
 #include "ptprof/trace.h"
 #include "recording/stack_capture.h"
 #include "recording/symbolizer.h"
-#include "trace/stacks_export.h"
 #include "test_util.h"
+#include "trace/stacks_export.h"
 #include "xml_check.h"
 
 using namespace ptprof::detail;
@@ -132,6 +132,76 @@ __attribute__((noinline)) void deep(int depth, Both& b) {
   g_deep_sink = N;
 }
 
+// Nested "ops": each has an owner in its frame (as an op's RecordFunction lives in the frame
+// that runs it), captures its stack through the memo and through the plain unwinder
+// from one frame, then runs its children from several call sites and frame sizes.
+struct Nest {
+  StackMemo* memo = nullptr;
+  int max = 0;
+  uint64_t next_id = 1;
+  std::vector<uint64_t> open;
+  int checks = 0;
+  std::string failure;
+};
+
+__attribute__((noinline)) void nested_capture_both(Both& b, int max, StackMemo* memo,
+                                                   const NestedOp& op) {
+  b.nfast = capture_stack_nested(b.fast, max, memo, op);
+  b.nref = capture_stack(b.ref, max);
+  asm volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void nest_op(Nest& n, int depth_left);
+
+__attribute__((noinline)) void nest_child_padded(Nest& n, int depth_left) {
+  volatile char pad[200];
+  pad[0] = 1;
+  nest_op(n, depth_left);
+  asm volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void nest_op(Nest& n, int depth_left) {
+  NestedOp op;
+  // The frame's own address stands for an op's RecordFunction in it (a local array would move
+  // to AddressSanitizer's fake stack under detect_stack_use_after_return, off the thread's
+  // stack, where nothing is shared).
+  op.level = static_cast<uint32_t>(n.open.size());
+  op.parent_id = n.open.empty() ? 0 : n.open.back();
+  op.id = n.next_id++;
+  op.owner = __builtin_frame_address(0);
+  Both b;
+  nested_capture_both(b, n.max, n.memo, op);
+  ++n.checks;
+  if (const auto same = same_stack(b); !same && n.failure.empty())
+    n.failure = "level " + std::to_string(op.level) + ", max " + std::to_string(n.max) + ": " +
+                same.message();
+  if (depth_left == 0) return;
+  n.open.push_back(op.id);
+  nest_op(n, depth_left - 1);                                // a direct child
+  nest_child_padded(n, depth_left - 1);                      // another frame size
+  recurse(depth_left, [&] { nest_op(n, depth_left - 1); });  // deeper, through std::function
+  nest_op(n, depth_left - 1);                                // a sibling from another site
+  n.open.pop_back();
+  asm volatile("" ::: "memory");
+}
+
+// A frame that takes its registers and has the capture made from them one call deeper, next
+// to a plain capture there: the one from `from` starts two frames up, at this frame's caller.
+__attribute__((noinline)) void capture_from_callee(Both& b, int max, const UnwindStart& from,
+                                                   StackMemo* memo, const NestedOp& op) {
+  b.nfast = capture_stack_nested(b.fast, max, memo, op, &from);
+  b.nref = capture_stack(b.ref, max);
+  asm volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void capture_from_here(Both& b, int max, StackMemo* memo,
+                                                 const NestedOp& op) {
+  UnwindStart here;
+  unwind_start_here(&here);
+  capture_from_callee(b, max, here, memo, op);
+  asm volatile("" ::: "memory");
+}
+
 }  // namespace stacks_test
 
 namespace {
@@ -181,6 +251,71 @@ class OpHook {
   }
   at::CallbackHandle handle_;
 };
+
+// A nested op's stack through the memo is the one the unwinder gives, frame for frame, at
+// every level, for stacks shorter and longer than the depth (a parent cut at max depth, then
+// unwound on from its last frame), and most captures take their parent's frames.
+TEST(CaptureStack, NestedTakesTheParentsFramesExactly) {
+  for (const int max : {256, 40, 12, 5}) {
+    StackMemo* memo = new_stack_memo(max);
+    ASSERT_NE(memo, nullptr);
+    stacks_test::Nest n;
+    n.memo = memo;
+    n.max = max;
+    const uint64_t shared_before = shared_stack_captures_on_this_thread();
+    stacks_test::recurse(3, [&] { stacks_test::nest_op(n, 4); });
+    const uint64_t shared = shared_stack_captures_on_this_thread() - shared_before;
+    delete_stack_memo(memo);
+    EXPECT_TRUE(n.failure.empty()) << n.failure;
+    EXPECT_EQ(n.checks, 1 + 4 + 16 + 64 + 256);
+#ifdef __x86_64__
+    // Every op but the outermost has a parent; those whose stack meets the parent's within
+    // `max` frames take its frames.
+    if (max >= 40) EXPECT_EQ(shared, static_cast<uint64_t>(n.checks - 1)) << "max " << max;
+    if (max < 40) EXPECT_GT(shared, 0u) << "max " << max;
+#endif
+  }
+}
+
+// Without a memo, or with an unknown parent, a nested capture is a plain one.
+TEST(CaptureStack, NestedWithoutMemoOrParentIsPlain) {
+  NestedOp op;
+  op.level = 3;
+  op.parent_id = 77;
+  op.id = 78;
+  int local = 0;
+  op.owner = &local;
+  for (StackMemo* memo : {static_cast<StackMemo*>(nullptr), new_stack_memo(64)}) {
+    Both b;
+    stacks_test::nested_capture_both(b, 64, memo, op);
+    EXPECT_TRUE(stacks_test::same_stack(b));
+    delete_stack_memo(memo);
+  }
+}
+
+// on_enter's path: the unwind starts from the registers of a frame further up, and what it
+// returns is the plain capture's frames from that frame's caller on, memo or not, with as
+// many frames as asked for.
+TEST(CaptureStack, FromACallersRegistersStartsAtItsCaller) {
+#ifndef __x86_64__
+  GTEST_SKIP() << "unwind_start_here takes registers on x86-64 only";
+#endif
+  for (const int max : {64, 5}) {
+    StackMemo* memo = new_stack_memo(64);
+    for (StackMemo* m : {static_cast<StackMemo*>(nullptr), memo}) {
+      NestedOp op;
+      op.id = 5;
+      Both b;
+      stacks_test::capture_from_here(b, max, m, op);
+      ASSERT_GT(b.nref, 4);
+      // A plain capture cut at `max` holds two frames fewer of the same stack.
+      EXPECT_EQ(b.nfast, b.nref < max ? b.nref - 2 : max) << "max " << max;
+      for (int i = 0; i < std::min(b.nfast, b.nref - 2); ++i)
+        EXPECT_EQ(b.fast[i], b.ref[i + 2]) << "frame " << i << ", max " << max;
+    }
+    delete_stack_memo(memo);
+  }
+}
 
 TEST(CaptureStack, MatchesLibgccUnwinder) {
   Both b;

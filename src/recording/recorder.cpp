@@ -24,6 +24,7 @@
 #include "recording/details.h"
 #include "recording/stack_capture.h"
 #include "trace/clock.h"
+#include "trace/flops.h"
 
 namespace ptprof::detail {
 namespace {
@@ -121,11 +122,21 @@ inline uint64_t hash_bytes(const char* p, std::size_t n) {
   return h ^ (h >> 29);
 }
 
+// What the hot path needs to know of a name beyond its id, worked out once per name.
+constexpr uint8_t kTraitCollective = 1;  // is_collective_name: its arguments are read
+constexpr uint8_t kTraitFlops = 2;       // has_flops_formula: with_flops keeps its inputs
+
+uint8_t name_traits(const char* s, std::size_t n) {
+  return static_cast<uint8_t>((is_collective_name(s) ? kTraitCollective : 0) |
+                              (has_flops_formula(std::string_view(s, n)) ? kTraitFlops : 0));
+}
+
 struct Entry {
   uint64_t hash = 0;
   const char* text = nullptr;
   uint32_t len = 0;
   uint32_t id = 0;
+  uint8_t traits = 0;
 };
 
 // "ProfilerStep#<N>": a new name every step. Interning each would grow the table (and every
@@ -161,14 +172,23 @@ class NameCache {
   // Exact: a pointer hit is confirmed by comparing the bytes, NUL included, with the cached
   // copy (op names from schemas keep their pointer; names of ranges live in the
   // RecordFunction and may reuse an address for other text, which then falls through).
-  uint32_t lookup(const char* s) {
+  // The name's id, and its traits in `*traits`.
+  uint32_t lookup(const char* s, uint8_t* traits) {
     PtrEntry& p = by_ptr_[(reinterpret_cast<uintptr_t>(s) >> 3) & (kPtrSize - 1)];
     // strlen first: the address may now hold a shorter string, and reading p.len + 1 bytes of
     // it could run past its end.
-    if (p.ptr == s && std::strlen(s) == p.len && std::memcmp(p.text, s, p.len) == 0) return p.id;
+    if (p.ptr == s && std::strlen(s) == p.len && std::memcmp(p.text, s, p.len) == 0) {
+      *traits = p.traits;
+      return p.id;
+    }
     const Entry* e = find(s);
-    if (e) p = PtrEntry{s, e->text, e->len, e->id};
-    return e ? e->id : last_uncached_;
+    if (e) {
+      p = PtrEntry{s, e->text, e->len, e->traits, e->id};
+      *traits = e->traits;
+      return e->id;
+    }
+    *traits = last_uncached_ == kStepNameId ? 0 : name_traits(s, std::strlen(s));
+    return last_uncached_;
   }
 
  private:
@@ -189,7 +209,7 @@ class NameCache {
           char* copy = static_cast<char*>(std::malloc(n + 1));
           if (copy != nullptr) {
             std::memcpy(copy, s, n + 1);
-            e = Entry{h, copy, static_cast<uint32_t>(n), id};
+            e = Entry{h, copy, static_cast<uint32_t>(n), id, name_traits(s, n)};
             ++used_;
             return &e;
           }
@@ -213,7 +233,10 @@ class NameCache {
   struct PtrEntry {
     const char* ptr = nullptr;
     const char* text = nullptr;
-    uint32_t len = 0;
+    // 24 bits keep an entry at 24 bytes; a name of 16 MiB or more never hits here (its
+    // length does not fit) and is found by content instead.
+    uint32_t len : 24;
+    uint32_t traits : 8;
     uint32_t id = 0;
   };
   PtrEntry by_ptr_[kPtrSize];
@@ -236,7 +259,8 @@ std::atomic<CorrelationHook> g_pop_hook{nullptr};
 // Atomics (relaxed: a plain load on x86) because a callback removed by at::removeCallback
 // may still be running on another thread when the next install() writes them.
 std::atomic<bool> g_capture_inputs{false};
-std::atomic<bool> g_capture_any_details{false};  // inputs or stacks
+std::atomic<bool> g_inputs_for_flops_only{false};  // with_flops alone: see record_details
+std::atomic<bool> g_capture_any_details{false};    // inputs or stacks
 std::atomic<bool> g_capture_stacks{false};
 std::atomic<int> g_stack_depth{64};
 constexpr auto kRelaxed = std::memory_order_relaxed;
@@ -264,6 +288,10 @@ struct ThreadState {
   DetailBlock* cur_block = nullptr;
   DetailBlock* spare_blocks = nullptr;
   NameCache names;
+  // with_stack: the stacks of the ops open here (stack_capture.h), for stacks up to
+  // stack_memo_cap frames.
+  StackMemo* stack_memo = nullptr;
+  int stack_memo_cap = 0;
 
   // Ops that have started and not ended on this thread, innermost last. The exit callback
   // finds its record here by the RecordFunction's address instead of through an ObserverContext,
@@ -286,6 +314,7 @@ struct ThreadState {
     }
     free_list(spare);
     free_list(spare_blocks);
+    delete_stack_memo(stack_memo);
   }
   static void free_list(Chunk* c) {
     while (c) {
@@ -511,31 +540,42 @@ __attribute__((always_inline)) inline bool encode_inputs_into(
       if (!w.reserve(10)) return false;
       w.put<uint8_t>(static_cast<uint8_t>(Kind::Scalar));
       encode_number(w, v);
-    } else if (v.isTensorList()) {
-      const auto list = v.toTensorList();
+    } else if (!v.isList()) {  // inline tag test: None and the rest skip the list tests
+      if (!w.reserve(1)) return false;
+      w.put<uint8_t>(static_cast<uint8_t>(v.isNone() ? Kind::None : Kind::Other));
+    } else if ((v.toListRef().empty() || v.toListRef()[0].isTensor()) && v.isTensorList()) {
+      // Only an empty list or one whose first item is a tensor can be a tensor list: testing
+      // that first spares every int list (a conv's padding) the out-of-line isTensorList(),
+      // ~80 instructions. Items by reference: a c10::List and its get() would copy (two
+      // atomic refcount updates per list and per tensor).
+      const c10::ArrayRef<c10::IValue> list = v.toListRef();
       const std::size_t count = std::min<std::size_t>(list.size(), kMaxListItems);
       if (!w.reserve(3)) return false;
       w.put<uint8_t>(static_cast<uint8_t>(Kind::TensorList));
       w.put<uint16_t>(static_cast<uint16_t>(count));
       for (std::size_t k = 0; k < count; ++k) {
-        const at::Tensor item = list.get(k);
-        const at::TensorImpl* t = item.unsafeGetTensorImpl();
-        const bool ok = item.defined() && readable(t);
+        const bool tensor = list[k].isTensor();
+        const at::TensorImpl* t = tensor ? list[k].toTensor().unsafeGetTensorImpl() : nullptr;
+        const bool ok = tensor && list[k].toTensor().defined() && readable(t);
         const auto ndim = ok ? static_cast<std::size_t>(t->dim()) : 0;
         if (!w.reserve(2 + ndim * sizeof(int64_t))) return false;
         w.put<int8_t>(ok ? static_cast<int8_t>(c10::typeMetaToScalarType(t->dtype())) : -1);
         w.put<uint8_t>(static_cast<uint8_t>(ndim));
         if (ok) put_dims(w, t->sizes());
       }
-    } else if (v.isIntList() || v.isDoubleList() || v.isBoolList()) {
-      const c10::List<c10::IValue> items = v.toList();
+    } else if (const uint8_t tag = v.isIntList()      ? 0
+                                   : v.isDoubleList() ? 1
+                                   : v.isBoolList()   ? 2
+                                                      : 3;
+               tag != 3) {
+      const c10::ArrayRef<c10::IValue> items = v.toListRef();
       const std::size_t count = std::min<std::size_t>(items.size(), kMaxListItems);
       if (!w.reserve(4 + count * 8)) return false;
       w.put<uint8_t>(static_cast<uint8_t>(Kind::ScalarList));
-      w.put<uint8_t>(v.isIntList() ? 0 : v.isDoubleList() ? 1 : 2);
+      w.put<uint8_t>(tag);
       w.put<uint16_t>(static_cast<uint16_t>(count));
       for (std::size_t k = 0; k < count; ++k) {
-        const c10::IValue item = items.get(k);
+        const c10::IValue& item = items[k];
         if (item.isDouble()) {
           w.put<double>(item.toDouble());
         } else {
@@ -559,17 +599,24 @@ __attribute__((noinline)) char* encode_inputs(char* p, char* end,
   return encode_inputs_into(w, inputs) ? w.pos() : nullptr;
 }
 
-// The stack section, like encode_inputs. `caller_pc`: the return address into on_enter,
-// which is exactly the pc the unwinder reports for on_enter's frame; everything up to it is
-// ptprof's own (code size and inlining aside).
+// Frames a capture asks for: ptprof's own frames come first; a few spare slots keep
+// `depth_limit` for the rest, and one more than kept tells a cut stack.
+constexpr int kOwnMax = 6;
+int stack_capture_cap(int depth_limit) {
+  return std::min(depth_limit + kOwnMax + 1, 256);
+}
+
+// The stack section, like encode_inputs. `from`: on_enter's registers, where the unwind
+// starts (ptprof's own frames below it are not walked). Where the fast unwinder cannot run,
+// the frames start in ptprof: `caller_pc`, the return address into on_enter, is exactly the
+// pc the unwinder reports for on_enter's frame, and everything up to it is ptprof's own (code
+// size and inlining aside). `memo` and `op`: see capture_stack_nested.
 __attribute__((noinline)) char* encode_stack(char* p, char* end, int depth_limit,
-                                             const void* caller_pc) {
+                                             const void* caller_pc, StackMemo* memo,
+                                             const NestedOp& op, const UnwindStart& from) {
   void* frames[256];
-  // ptprof's own frames come first; a few spare slots keep `depth_limit` for the rest, and
-  // one more than kept tells a cut stack.
-  constexpr int kOwnMax = 6;
-  const int cap = std::min(depth_limit + kOwnMax + 1, 256);
-  int n = capture_stack(frames, cap);
+  const int cap = stack_capture_cap(depth_limit);
+  int n = capture_stack_nested(frames, cap, memo, op, &from);
   const auto want = reinterpret_cast<uintptr_t>(caller_pc);
   int skip = 0;
   for (int i = 0; i < std::min(n, kOwnMax); ++i) {
@@ -593,7 +640,13 @@ __attribute__((noinline)) char* encode_stack(char* p, char* end, int depth_limit
 // short for this record, it is encoded once more at the start of a fresh block. A record
 // whose details could not be kept goes without kFlagDetails.
 __attribute__((noinline)) void record_details(ThreadState* ts, Slot* s,
-                                              const at::RecordFunction& fn) {
+                                              const at::RecordFunction& fn, uint8_t traits,
+                                              const UnwindStart& from) {
+  // with_flops without record_shapes: the inputs of ops with a FLOP formula only; the others
+  // have nothing to keep unless with_stack is on.
+  const bool inputs = g_capture_inputs.load(kRelaxed) &&
+                      (!g_inputs_for_flops_only.load(kRelaxed) || (traits & kTraitFlops));
+  if (!inputs && !g_capture_stacks.load(kRelaxed)) return;
   for (bool fresh_block : {false, true}) {
     std::size_t cap = 0;
     char* const buf = ts->detail_room(fresh_block, &cap);
@@ -604,7 +657,7 @@ __attribute__((noinline)) void record_details(ThreadState* ts, Slot* s,
     // ptprof_shapes ~9 ns/op less; the same for the records' chunks changed nothing).
     if (cap > kDetailPrefetchBytes) __builtin_prefetch(buf + kDetailPrefetchBytes, 1);
     char* p = buf;
-    if (g_capture_inputs.load(kRelaxed)) {
+    if (inputs) {
       p = encode_inputs(p, end, fn.inputs());
     } else if (p < end) {
       *p++ = static_cast<char>(kNotCaptured);
@@ -612,8 +665,20 @@ __attribute__((noinline)) void record_details(ThreadState* ts, Slot* s,
       p = nullptr;
     }
     // Without with_stack the stack section is left out (the reader takes none).
-    if (p != nullptr && g_capture_stacks.load(kRelaxed))
-      p = encode_stack(p, end, g_stack_depth.load(kRelaxed), __builtin_return_address(0));
+    if (p != nullptr && g_capture_stacks.load(kRelaxed)) {
+      const int depth = g_stack_depth.load(kRelaxed);
+      if (__builtin_expect(ts->stack_memo_cap < stack_capture_cap(depth), 0)) {
+        delete_stack_memo(ts->stack_memo);  // made for other options, or not made yet
+        ts->stack_memo = new_stack_memo(stack_capture_cap(depth));
+        ts->stack_memo_cap = ts->stack_memo ? stack_capture_cap(depth) : 0;
+      }
+      NestedOp op;
+      op.level = ts->open_n;
+      op.parent_id = ts->open_n > 0 ? ts->open[ts->open_n - 1].correlation : 0;
+      op.id = s->correlation;
+      op.owner = &fn;
+      p = encode_stack(p, end, depth, __builtin_return_address(0), ts->stack_memo, op, from);
+    }
     if (p != nullptr) {
       ts->commit_details(static_cast<uint32_t>(p - buf));
       s->flags |= kFlagDetails;
@@ -740,7 +805,8 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     ts->dropped.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  s->name_id = ts->names.lookup(fn.name());
+  uint8_t traits;
+  s->name_id = ts->names.lookup(fn.name(), &traits);
   s->scope = static_cast<uint8_t>(fn.scope());
   s->flags = fn.isAsync() ? kFlagAsync : 0;
   s->seq_nr = fn.seqNr();
@@ -748,9 +814,14 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   s->fwd_tid = fn.forwardThreadId();
   s->correlation = ts->next_correlation();
   s->end.store(0, std::memory_order_relaxed);
-  if (__builtin_expect(is_collective_name(fn.name()), 0)) record_collective(fn, g, s->correlation);
+  if (__builtin_expect(traits & kTraitCollective, 0)) record_collective(fn, g, s->correlation);
   CorrelationHook push = g_push_hook.load(std::memory_order_relaxed);
-  if (g_capture_any_details.load(kRelaxed)) record_details(ts, s, fn);
+  if (g_capture_any_details.load(kRelaxed)) {
+    // A stack starts here, at on_enter's caller: ptprof's frames below are not unwound.
+    UnwindStart here;
+    unwind_start_here(&here);
+    record_details(ts, s, fn, traits, here);
+  }
   // The reporter's slot can only change between outermost ops (thread-local state is swapped
   // at task boundaries: autograd graph tasks, at::launch), so nested ops skip the check.
   if (__builtin_expect(g_capture_memory.load(std::memory_order_relaxed), 0) && ts->open_n == 0) {
@@ -838,12 +909,14 @@ void Recorder::install(const CaptureOptions& capture) {
   std::lock_guard<std::mutex> lock(g_install_mu);
   calibrate_clock();
   const bool same = g_handle != 0 && g_capture_inputs.load() == capture.inputs &&
+                    g_inputs_for_flops_only.load() == capture.inputs_for_flops_only &&
                     g_capture_stacks.load() == capture.stacks &&
                     g_stack_depth.load() == std::max(1, std::min(capture.stack_depth, 250));
   if (!same) {
     if (g_handle != 0) at::removeCallback(g_handle);
     // The capture flags change only while no callback of ours is registered.
     g_capture_inputs.store(capture.inputs);
+    g_inputs_for_flops_only.store(capture.inputs && capture.inputs_for_flops_only);
     g_capture_stacks.store(capture.stacks);
     g_stack_depth.store(std::max(1, std::min(capture.stack_depth, 250)));
     g_capture_any_details.store(capture.inputs || capture.stacks);

@@ -51,10 +51,11 @@ constexpr uint32_t kStepNameId = 0xFFFFFFFEu;
 
 // What the callback captures beyond the fixed record.
 struct CaptureOptions {
-  bool inputs = false;   // record_shapes or with_flops: RecordFunction boxes op inputs
-  bool stacks = false;   // with_stack: native stack addresses at op entry
-  bool memory = false;   // profile_memory: allocation events through c10's reporter
-  int stack_depth = 64;  // frames kept; deeper stacks are cut and marked
+  bool inputs = false;  // record_shapes or with_flops: RecordFunction boxes op inputs
+  bool inputs_for_flops_only = false;  // with_flops alone: only ops with a FLOP formula keep them
+  bool stacks = false;                 // with_stack: native stack addresses at op entry
+  bool memory = false;                 // profile_memory: allocation events through c10's reporter
+  int stack_depth = 64;                // frames kept; deeper stacks are cut and marked
 };
 
 struct CollectedThread {

@@ -528,6 +528,7 @@ class SessionImpl {
     win_ = demand_ ? demand_window_ : base_window();
     detail::CaptureOptions capture;
     capture.inputs = win_.record_shapes || win_.with_flops;
+    capture.inputs_for_flops_only = win_.with_flops && !win_.record_shapes;
     capture.stacks = win_.with_stack;
     capture.memory = win_.profile_memory;
     capture.stack_depth = opts_.max_stack_depth;

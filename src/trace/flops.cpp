@@ -378,42 +378,98 @@ bool ends_with(std::string_view s, std::string_view p) {
 
 }  // namespace
 
-uint64_t estimate_flops(std::string_view op_name, const std::vector<OpInput>& in) {
-  if (!starts_with(op_name, "aten::")) return 0;
+namespace {
+
+enum class Formula {
+  kNone,
+  kMm,
+  kAddmm,
+  kBmm,
+  kBaddbmm,
+  kMatmul,
+  kLinear,
+  kConvolution,
+  kConvNd,
+  kConvTransposeNd,
+  kConvolutionBackward,
+  kAttention,
+  kAttentionBackward,
+  kElementwise,
+};
+
+// Which formula an op's name takes. One classification for the estimate and for the recorder,
+// which keeps the inputs of only these ops when with_flops is on without record_shapes.
+Formula formula_of(std::string_view op_name) {
+  if (!starts_with(op_name, "aten::")) return Formula::kNone;
   std::string_view op = op_name.substr(6);
   // "aten::add.Tensor" -> "add": RecordFunction names carry no overload, but be lenient.
   if (const auto dot = op.find('.'); dot != std::string_view::npos) op = op.substr(0, dot);
-
-  if (op == "mm") return matmul_2d(tensor(in, 0), tensor(in, 1));
-  if (op == "addmm") return matmul_2d(tensor(in, 1), tensor(in, 2));
-  if (op == "bmm") return matmul_3d(tensor(in, 0), tensor(in, 1));
-  if (op == "baddbmm") return matmul_3d(tensor(in, 1), tensor(in, 2));
-  if (op == "matmul") return matmul(tensor(in, 0), tensor(in, 1));
-  if (op == "linear") return linear(tensor(in, 0), tensor(in, 1));
-
-  // Schemas (see ATen/ops/*_ops.h):
-  //   convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
-  //               groups), _convolution(the same, then benchmark, ...)
-  //   conv<N>d(input, weight, bias, stride, padding, dilation, groups)
-  //   conv_transpose<N>d(input, weight, bias, stride, padding, output_padding, groups, dilation)
-  if (op == "convolution" || op == "_convolution") return convolution(in, {3, 4, 5, 6, 8, false});
-  if (op == "conv1d" || op == "conv2d" || op == "conv3d")
-    return convolution(in, {3, 4, 5, -1, 6, false});
+  if (op == "mm") return Formula::kMm;
+  if (op == "addmm") return Formula::kAddmm;
+  if (op == "bmm") return Formula::kBmm;
+  if (op == "baddbmm") return Formula::kBaddbmm;
+  if (op == "matmul") return Formula::kMatmul;
+  if (op == "linear") return Formula::kLinear;
+  if (op == "convolution" || op == "_convolution") return Formula::kConvolution;
+  if (op == "conv1d" || op == "conv2d" || op == "conv3d") return Formula::kConvNd;
   if (op == "conv_transpose1d" || op == "conv_transpose2d" || op == "conv_transpose3d")
-    return convolution(in, {3, 4, 7, -1, 6, true});
-  if (op == "convolution_backward") return convolution_backward(in);
-
+    return Formula::kConvTransposeNd;
+  if (op == "convolution_backward") return Formula::kConvolutionBackward;
   // The fused kernels all take (query, key, value, ...), their backward (grad_out, query, key,
   // value, ...), with (B, H, L, E) tensors.
   if (op == "scaled_dot_product_attention" || starts_with(op, "_scaled_dot_product_"))
-    return ends_with(op, "_backward") ? attention_backward(in) : attention(in);
-
+    return ends_with(op, "_backward") ? Formula::kAttentionBackward : Formula::kAttention;
   static constexpr std::string_view kElementwise[] = {
       "add",       "add_",     "sub",       "sub_",        "mul",          "mul_",
       "div",       "div_",     "rsub",      "true_divide", "true_divide_", "subtract",
       "subtract_", "multiply", "multiply_", "divide",      "divide_"};
   if (std::find(std::begin(kElementwise), std::end(kElementwise), op) != std::end(kElementwise))
-    return elementwise(in);
+    return Formula::kElementwise;
+  return Formula::kNone;
+}
+
+}  // namespace
+
+bool has_flops_formula(std::string_view op_name) {
+  return formula_of(op_name) != Formula::kNone;
+}
+
+uint64_t estimate_flops(std::string_view op_name, const std::vector<OpInput>& in) {
+  // Schemas (see ATen/ops/*_ops.h):
+  //   convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+  //               groups), _convolution(the same, then benchmark, ...)
+  //   conv<N>d(input, weight, bias, stride, padding, dilation, groups)
+  //   conv_transpose<N>d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+  switch (formula_of(op_name)) {
+    case Formula::kMm:
+      return matmul_2d(tensor(in, 0), tensor(in, 1));
+    case Formula::kAddmm:
+      return matmul_2d(tensor(in, 1), tensor(in, 2));
+    case Formula::kBmm:
+      return matmul_3d(tensor(in, 0), tensor(in, 1));
+    case Formula::kBaddbmm:
+      return matmul_3d(tensor(in, 1), tensor(in, 2));
+    case Formula::kMatmul:
+      return matmul(tensor(in, 0), tensor(in, 1));
+    case Formula::kLinear:
+      return linear(tensor(in, 0), tensor(in, 1));
+    case Formula::kConvolution:
+      return convolution(in, {3, 4, 5, 6, 8, false});
+    case Formula::kConvNd:
+      return convolution(in, {3, 4, 5, -1, 6, false});
+    case Formula::kConvTransposeNd:
+      return convolution(in, {3, 4, 7, -1, 6, true});
+    case Formula::kConvolutionBackward:
+      return convolution_backward(in);
+    case Formula::kAttention:
+      return attention(in);
+    case Formula::kAttentionBackward:
+      return attention_backward(in);
+    case Formula::kElementwise:
+      return elementwise(in);
+    case Formula::kNone:
+      break;
+  }
   return 0;
 }
 

@@ -22,4 +22,9 @@ namespace ptprof::detail {
 // aten::addmm it calls both have one), so a sum over all ops counts such work twice.
 uint64_t estimate_flops(std::string_view op_name, const std::vector<OpInput>& inputs);
 
+// Whether estimate_flops has a formula for `op_name` (a count of 0 may still come out of one,
+// where the shapes are missing). With with_flops and no record_shapes the recorder keeps the
+// inputs of these ops only.
+bool has_flops_formula(std::string_view op_name);
+
 }  // namespace ptprof::detail
