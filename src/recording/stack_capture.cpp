@@ -737,19 +737,6 @@ __attribute__((always_inline)) inline int backtrace_from_caller(void** out, int 
   return s.n;
 }
 
-#ifdef PTPROF_CFI_UNWINDER
-// The registers of the function this is inlined into, at this point: its CFI at `rip`
-// describes its own frame.
-__attribute__((always_inline)) inline void own_registers(uint64_t* rip, uint64_t* rsp,
-                                                         uint64_t* rbp) {
-  asm volatile(
-      "leaq 0(%%rip), %0\n\t"
-      "movq %%rsp, %1\n\t"
-      "movq %%rbp, %2"
-      : "=r"(*rip), "=r"(*rsp), "=r"(*rbp));
-}
-#endif
-
 }  // namespace
 
 #ifdef PTPROF_CFI_UNWINDER
@@ -889,9 +876,10 @@ __attribute__((always_inline, no_sanitize("address"))) inline int unwind(
 __attribute__((noinline, no_sanitize("address"))) int capture_stack(void** out, int max_depth) {
   if (max_depth <= 0) return 0;
 #ifdef PTPROF_CFI_UNWINDER
-  uint64_t rip, rsp, rbp;
-  own_registers(&rip, &rsp, &rbp);
-  return unwind(rip, rsp, rbp, out, max_depth, nullptr, nullptr, nullptr, nullptr, 0);
+  UnwindStart here;
+  unwind_start_here(&here);
+  return unwind(here.rip, here.rsp, here.rbp, out, max_depth, nullptr, nullptr, nullptr, nullptr,
+                0);
 #else
   return backtrace_from_caller(out, max_depth);
 #endif
@@ -901,14 +889,10 @@ __attribute__((noinline, no_sanitize("address"))) int capture_stack_nested(
     void** out, int max_depth, StackMemo* memo, const NestedOp& op, const UnwindStart* from) {
   if (max_depth <= 0) return 0;
 #ifdef PTPROF_CFI_UNWINDER
-  uint64_t rip, rsp, rbp;
-  own_registers(&rip, &rsp, &rbp);
+  UnwindStart here;
+  unwind_start_here(&here);
   // `from` is a caller's, so its frame lies above this one's on the same stack.
-  if (from && from->rip != 0 && from->rsp > rsp) {
-    rip = from->rip;
-    rsp = from->rsp;
-    rbp = from->rbp;
-  }
+  if (from && from->rip != 0 && from->rsp > here.rsp) here = *from;
   MemoLevel* own = nullptr;
   MemoFrame* own_frames = nullptr;
   const MemoLevel* parent = nullptr;
@@ -922,8 +906,8 @@ __attribute__((noinline, no_sanitize("address"))) int capture_stack_nested(
       parent_frames = own_frames - memo->max_depth;
     }
   }
-  const int n = unwind(rip, rsp, rbp, out, max_depth, own, own_frames, parent, parent_frames,
-                       reinterpret_cast<uint64_t>(op.owner));
+  const int n = unwind(here.rip, here.rsp, here.rbp, out, max_depth, own, own_frames, parent,
+                       parent_frames, reinterpret_cast<uint64_t>(op.owner));
   if (own) own->id = op.id;
   return n;
 #else
