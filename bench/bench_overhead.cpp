@@ -102,6 +102,24 @@ class StubCupti final : public ptprof::detail::CuptiApi {
   cudaError_t synchronize_device(int) override { return cudaSuccess; }
   bool torch_profiler_active() override { return false; }
   CUptiResult probe_subscriber(std::string*) override { return CUPTI_SUCCESS; }
+  CUptiResult subscribe(CUpti_CallbackFunc, CUpti_SubscriberHandle* handle,
+                        std::string*) override {
+    *handle = nullptr;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult unsubscribe(CUpti_SubscriberHandle) override { return CUPTI_SUCCESS; }
+  CUptiResult enable_callback(CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId,
+                              bool) override {
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult graph_node_id(CUgraphNode, uint64_t* id) override {
+    *id = 0;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult graph_id(CUgraph, uint32_t* id) override {
+    *id = 0;
+    return CUPTI_SUCCESS;
+  }
   CUptiResult register_timestamp_callback(CUpti_TimestampCallbackFunc) override {
     return CUPTI_SUCCESS;
   }
@@ -229,9 +247,10 @@ int main(int argc, char** argv) {
   // ptprof CPU plus the GPU correlation hooks of the CUPTI backend over the stub.
   StubCupti stub;
   auto gpu = ptprof::detail::make_cupti_backend(ptprof::detail::GpuOptions{}, stub);
-  std::string gpu_error;
-  const bool gpu_ok = gpu->enable(&gpu_error);
-  if (!gpu_ok) std::fprintf(stderr, "stub CUPTI backend did not enable: %s\n", gpu_error.c_str());
+  const ptprof::detail::Status gpu_enabled = gpu->enable();
+  const bool gpu_ok = gpu_enabled.ok();
+  if (!gpu_ok)
+    std::fprintf(stderr, "stub CUPTI backend did not enable: %s\n", gpu_enabled.message().c_str());
   if (gpu_ok) {
     configs.push_back(Config{"ptprof_gpu_correlation",
                              [&] {

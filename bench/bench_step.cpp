@@ -11,6 +11,9 @@
 // with_flops; with an empty memory reporter for profile_memory); under ptprof with each option;
 // and under libtorch's own profiler (Kineto, CPU activity) with the same options.
 //
+// The flight recorder is two configurations: ptprof_flight (its rings alone, no window) and
+// ptprof_flight_window (beside ptprof_none's window); --only names them.
+//
 // An idle on-demand trigger (a session that records nothing until its trigger file appears) is
 // too cheap to see against a step's noise, so step() is timed alone, 20000 calls at a time:
 // with the trigger looked at on every call, at the default 100 ms, and with no trigger.
@@ -239,6 +242,22 @@ int main(int argc, char** argv) {
                                tap::enableProfiler(cfg, act);
                              },
                              [] { tap::disableProfiler(); }});
+  }
+  // The always-on flight recorder (issue 27: at most 1.5% of the step): alone, as a job leaves
+  // it on with no window (a session that records only on demand), and beside ptprof_none's
+  // window. Its dumps would go to a temporary directory; none is asked for.
+  const std::string flight_dir =
+      (std::filesystem::temp_directory_path() / "ptprof_bench_step_flight").string();
+  for (const bool window : {false, true}) {
+    configs.push_back(Config{window ? "ptprof_flight_window" : "ptprof_flight",
+                             [&, window] {
+                               ptprof::Options o;
+                               o.on_demand_only = !window;
+                               o.flight_recorder.enabled = true;
+                               o.flight_recorder.dir = flight_dir;
+                               session = std::make_unique<ptprof::ProfileSession>(o);
+                             },
+                             [&] { session.reset(); }});
   }
   if (!only.empty()) {
     std::set<std::string> keep;

@@ -44,6 +44,7 @@ if(PTPROF_RECORDER)
       message(STATUS "ptprof: CUPTI not found: CPU-only build")
     endif()
   endif()
-
+endif()
+if(PTPROF_BUILD_TESTS OR PTPROF_RECORDER)  # tests and benchmarks
   find_package(nlohmann_json 3 REQUIRED)  # the tests parse traces back with it
 endif()

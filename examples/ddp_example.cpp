@@ -1,6 +1,9 @@
 // Data-parallel training from C++ with c10d, every rank profiled into one log directory:
 //
 //   ddp_example LOGDIR [--world-size N] [--steps S] [--record-shapes] [--slow-rank R --slow-ms M]
+//               [--flight [--hang-s T]] [--timeout-s T]
+//               [--stall-rank R --stall-step S --stall-ms M] [--crash-rank R --crash-step S
+//               --crash segv|check]
 //
 // With --world-size N it starts N rank processes itself (fork, a TCPStore on 127.0.0.1 at a
 // free port); without it, it is one rank of a job a launcher started, from RANK, WORLD_SIZE,
@@ -15,6 +18,16 @@
 //
 // --slow-rank R --slow-ms M makes rank R a straggler on purpose: each step it spends M ms in a
 // range "straggler_extra_work" (matrix products) before its all-reduce, and the others wait.
+//
+// --flight keeps ptprof's flight recorder on (dumps in LOGDIR/flight; --hang-s T: a dump on
+// every rank whose step() has not come for T seconds), and these make a rank misbehave for it:
+//   --stall-rank R --stall-step S --stall-ms M: at step S rank R stops inside forward, in a
+//     range "stuck_on_purpose", for M ms before its all-reduce; the others wait in it. Then
+//     training goes on.
+//   --crash-rank R --crash-step S --crash segv: at step S a worker thread of rank R writes
+//     through a null pointer inside an op "ddp_example::faulting_op" in a range "worker_task";
+//     --crash check: a failed TORCH_CHECK in a worker thread that nobody catches (an abort).
+// --timeout-s T: the Gloo group's timeout (60 s), which ends the others' wait for a dead rank.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -28,6 +41,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
@@ -56,12 +70,20 @@ struct Args {
   int slow_rank = -1;
   int slow_ms = 0;
   bool record_shapes = false;
+  bool flight = false;
+  int hang_s = 0;
+  int timeout_s = 60;
+  int stall_rank = -1, stall_step = -1, stall_ms = 0;
+  int crash_rank = -1, crash_step = -1;
+  std::string crash;  // "segv" or "check"
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "ddp_example: " << why
             << "\nusage: ddp_example LOGDIR [--world-size N] [--steps S] [--record-shapes] "
-               "[--slow-rank R --slow-ms M]\n";
+               "[--slow-rank R --slow-ms M] [--flight [--hang-s T]] [--timeout-s T] "
+               "[--stall-rank R --stall-step S --stall-ms M] "
+               "[--crash-rank R --crash-step S --crash segv|check]\n";
   std::exit(2);
 }
 
@@ -91,6 +113,25 @@ Args parse(int argc, char** argv) {
       a.slow_ms = to_int(s, value());
     } else if (s == "--record-shapes") {
       a.record_shapes = true;
+    } else if (s == "--flight") {
+      a.flight = true;
+    } else if (s == "--hang-s") {
+      a.hang_s = to_int(s, value());
+    } else if (s == "--timeout-s") {
+      a.timeout_s = to_int(s, value());
+    } else if (s == "--stall-rank") {
+      a.stall_rank = to_int(s, value());
+    } else if (s == "--stall-step") {
+      a.stall_step = to_int(s, value());
+    } else if (s == "--stall-ms") {
+      a.stall_ms = to_int(s, value());
+    } else if (s == "--crash-rank") {
+      a.crash_rank = to_int(s, value());
+    } else if (s == "--crash-step") {
+      a.crash_step = to_int(s, value());
+    } else if (s == "--crash") {
+      a.crash = value();
+      if (a.crash != "segv" && a.crash != "check") usage("--crash is segv or check");
     } else if (!s.empty() && s[0] == '-') {
       usage("unknown flag " + s);
     } else if (a.logdir.empty()) {
@@ -101,6 +142,8 @@ Args parse(int argc, char** argv) {
   }
   if (a.logdir.empty()) usage("give a log directory");
   if (a.steps < 6) usage("--steps must be at least 6 (the profiled window is steps 3..5)");
+  if (a.timeout_s < 1) usage("--timeout-s must be at least 1");
+  if ((a.crash_rank >= 0) != !a.crash.empty()) usage("--crash-rank and --crash go together");
   return a;
 }
 
@@ -123,16 +166,16 @@ int free_port() {
 // What torch.distributed.init_process_group("gloo") builds: a TCPStore, the default group
 // "0" (desc "default_pg") with a Gloo backend for CPU tensors, registered under its name.
 c10::intrusive_ptr<c10d::ProcessGroup> init_process_group(const std::string& host, int port,
-                                                          int rank, int size) {
+                                                          int rank, int size, int timeout_s) {
   c10d::TCPStoreOptions so;
   so.port = static_cast<uint16_t>(port);
   so.isServer = rank == 0;
   so.numWorkers = size;
-  so.timeout = std::chrono::seconds(60);
+  so.timeout = std::chrono::seconds(60);  // the ranks' start, not the collectives
   auto store = c10::make_intrusive<c10d::TCPStore>(host, so);
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>("default_pg", store);
 
-  auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(60));
+  auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(timeout_s));
   opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(host));
   opts->group_name = "0";
   auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
@@ -178,6 +221,26 @@ void allreduce_gradients(c10d::ProcessGroup& pg, Net& net) {
   }
 }
 
+// A rank that stops before its all-reduce (the flight recorder's case): it sleeps in a range.
+void stuck_on_purpose(int ms) {
+  ptprof::Range range("stuck_on_purpose");
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+// A worker thread that dies in an op: a write through a null pointer, or a failed check that
+// nobody catches. Neither returns.
+void crash_in_worker(const std::string& how) {
+  std::thread([how] {
+    ptprof::Range task("worker_task");
+    RECORD_FUNCTION("ddp_example::faulting_op", std::vector<c10::IValue>());
+    if (how == "segv") {
+      volatile int* nowhere = nullptr;
+      *nowhere = 1;
+    }
+    TORCH_CHECK(false, "ddp_example: the bucket's shapes differ (on purpose)");
+  }).join();
+}
+
 // Busy work that shows in the trace: matrix products until `ms` have passed.
 void straggler_extra_work(int ms) {
   ptprof::Range range("straggler_extra_work");
@@ -188,7 +251,7 @@ void straggler_extra_work(int ms) {
 
 int run_rank(const Args& a, const std::string& host, int port, int rank, int size) {
   torch::set_num_threads(1);  // ranks share this machine's cores
-  auto pg = init_process_group(host, port, rank, size);
+  auto pg = init_process_group(host, port, rank, size, a.timeout_s);
   torch::manual_seed(0);  // the same initial weights on every rank, as DDP broadcasts them
   Net net;
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
@@ -201,6 +264,9 @@ int run_rank(const Args& a, const std::string& host, int port, int rank, int siz
   o.distributed = ptprof::distributed_info(*pg);
   o.record_shapes = a.record_shapes;
   o.on_trace_ready = {ptprof::tensorboard_trace_handler(a.logdir)};
+  o.flight_recorder.enabled = a.flight;
+  o.flight_recorder.dir = a.logdir + "/flight";
+  o.flight_recorder.hang_seconds = a.hang_s;
   ptprof::Status status;
   {
     ptprof::ProfileSession session(o);
@@ -212,11 +278,13 @@ int run_rank(const Args& a, const std::string& host, int port, int rank, int siz
         y = labels[s];
       }
       if (rank == a.slow_rank) straggler_extra_work(a.slow_ms);
+      if (rank == a.crash_rank && s == a.crash_step) crash_in_worker(a.crash);
       opt.zero_grad();
       torch::Tensor loss;
       {
         ptprof::Range r("forward");
         loss = torch::nn::functional::cross_entropy(net->forward(x), y);
+        if (rank == a.stall_rank && s == a.stall_step) stuck_on_purpose(a.stall_ms);
       }
       {
         ptprof::Range r("backward");
@@ -283,8 +351,12 @@ int main(int argc, char** argv) {
   for (std::size_t r = 0; r < children.size(); ++r) {
     int st = 0;
     ::waitpid(children[r], &st, 0);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-      std::cerr << "ddp_example: rank " << r << " failed\n";
+    if (WIFSIGNALED(st)) {
+      std::cerr << "ddp_example: rank " << r << " killed by signal " << WTERMSIG(st)
+                << (WCOREDUMP(st) ? " (core dumped)" : "") << "\n";
+      ++failed;
+    } else if (WEXITSTATUS(st) != 0) {
+      std::cerr << "ddp_example: rank " << r << " exited with status " << WEXITSTATUS(st) << "\n";
       ++failed;
     }
   }

@@ -271,6 +271,9 @@ int main(int argc, char** argv) {
   ptprof::Options opts;
   opts.activities = {ptprof::Activity::CPU, ptprof::Activity::CUDA};
   opts.schedule = ptprof::Schedule{/*wait=*/0, /*warmup=*/1, /*active=*/steps, /*repeat=*/1};
+  // The step's cost and the fixtures are measured in Lean mode, the candidate default
+  // (gpu_launch_layers measures Classic beside it).
+  opts.cuda_tracing = ptprof::CudaTracing::Lean;
   const std::string ptprof_path = out + "/ptprof.pt.trace.json";
   // The same window also as TensorBoard gets it (gzip'ed, no GPU spans of steps), for the
   // consumer checks of the fixtures kept from this run.

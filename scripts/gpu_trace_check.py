@@ -376,6 +376,38 @@ def verify(trace, kineto=None, run=None, fallback=None, all_options=None, teardo
     return figures, failures
 
 
+def check_layers(layers, figures, fail):
+    """gpu_launch_layers' per-launch cost, layer by layer (issue 28's goal: lean <= 0.5 us)."""
+    added = layers.get("added_us_per_launch") or {}
+    figures["launch_layers_us"] = {k: round(v, 3) for k, v in added.items()}
+    figures["launch_layers_baseline_us"] = layers.get("baseline_us_per_launch")
+    n = layers.get("launches_per_round", 0)
+    for mode in ("lean", "classic"):
+        seen = layers.get("ptprof_%s_kernels_min" % mode, 0)
+        if seen < n:
+            fail("launch_layers", "ptprof %s saw %d kernels of %d launches in a round"
+                 % (mode, seen, n))
+    if layers.get("callbacks_seen", 0) == 0:
+        fail("launch_layers", "the callbacks layer saw no launch call")
+
+
+def check_graph(graph, figures, fail):
+    """gpu_graph_check: every replayed kernel carries its node and the op that captured it."""
+    lean = graph.get("lean") or {}
+    launches = graph.get("graph_launches_only") or {}
+    figures["graph"] = {"replays": graph.get("replays"), "lean": lean,
+                        "graph_launches_only": launches}
+    n = lean.get("graph_kernels", 0)
+    if n == 0:
+        fail("graph", "no replayed kernel carries a graph node")
+    elif lean.get("captured", 0) < n or lean.get("attributed", 0) < n:
+        fail("graph", "of %d replayed kernels, %d name their capturing op and %d are attributed "
+             "to it" % (n, lean.get("captured", 0), lean.get("attributed", 0)))
+    if launches.get("graph_launches", 0) != graph.get("replays", -1):
+        fail("graph", "graph_launches_only: %d graph-launch events for %s replays"
+             % (launches.get("graph_launches", 0), graph.get("replays")))
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trace", required=True, help="ptprof's trace (.json or .json.gz)")
@@ -384,6 +416,8 @@ def main(argv):
     p.add_argument("--fallback", help="gpu_train_check --fallback's fallback.json")
     p.add_argument("--all-options", help="ptprof's trace with every option on")
     p.add_argument("--teardown", help="run.json of gpu_train_check run with TEARDOWN_CUPTI=1")
+    p.add_argument("--layers", help="gpu_launch_layers' launch_layers.json")
+    p.add_argument("--graph", help="gpu_graph_check's graph.json")
     p.add_argument("--out", required=True, help="where to write the figures (JSON)")
     a = p.parse_args(argv)
     try:
@@ -393,6 +427,8 @@ def main(argv):
         fallback = load(a.fallback) if a.fallback else None
         all_options = load(a.all_options) if a.all_options else None
         teardown = load(a.teardown) if a.teardown else None
+        layers = load(a.layers) if a.layers else None
+        graph = load(a.graph) if a.graph else None
     except (OSError, ValueError) as e:
         print("gpu_trace_check: cannot read input: %s" % e, file=sys.stderr)
         return 2
@@ -401,6 +437,12 @@ def main(argv):
         return 2
     figures, failures = verify(trace, kineto, run, fallback, all_options, teardown,
                                os.path.dirname(a.fallback or "") or ".")
+    if layers is not None:
+        check_layers(layers, figures, lambda check, message: failures.append(
+            {"check": check, "message": message}))
+    if graph is not None:
+        check_graph(graph, figures, lambda check, message: failures.append(
+            {"check": check, "message": message}))
     figures["trace"] = a.trace
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(figures, f, indent=2, sort_keys=True)

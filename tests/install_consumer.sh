@@ -31,6 +31,33 @@ for cmd in summary table report; do
 done
 grep -q "3 steps" "$work/cli_summary.log" || { cat "$work/cli_summary.log"; exit 1; }
 grep -q "aten::addmm" "$work/cli_table.log" || { cat "$work/cli_table.log"; exit 1; }
+# `ptprof view`, installed, with nothing set: it serves the trace's Overview.
+get() {  # get PORT PATH: the body of a GET to the server (bash's /dev/tcp: no curl needed)
+  exec 3<>"/dev/tcp/127.0.0.1/$1"
+  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n' "$2" "$1" >&3
+  sed '1,/^\r$/d' <&3
+  exec 3<&-
+}
+env -i "$work/prefix/bin/ptprof" view "$work/log" --port 0 >"$work/cli_view.log" 2>&1 &
+view_pid=$!
+port=""
+for _ in $(seq 100); do
+  port=$(sed -n 's|.*http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$work/cli_view.log")
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || { kill "$view_pid"; echo "installed 'ptprof view' printed no URL:"; cat "$work/cli_view.log"; exit 1; }
+overview=""
+for _ in $(seq 600); do
+  id=$(get "$port" /api/runs | sed -n 's/.*"id": "\(t[0-9]*\)".*/\1/p')
+  [ -n "$id" ] && overview=$(get "$port" "/api/overview?trace=$id")
+  case "$overview" in *'"report"'*) break ;; esac
+  sleep 0.1
+done
+kill "$view_pid"
+wait "$view_pid" || true
+case "$overview" in *'"per_step"'*) ;; *) echo "installed 'ptprof view' served no overview:"; cat "$work/cli_view.log"; echo "$overview" | head -c 500; exit 1 ;; esac
+
 if ldd "$work/prefix/bin/ptprof" | grep -q -e libtorch -e libc10; then
   echo "the installed ptprof command links libtorch:"; ldd "$work/prefix/bin/ptprof"; exit 1
 fi

@@ -2,7 +2,8 @@
 //
 // ptprof throws only where the caller can act on it: bad Options at construction, a second
 // session, or an explicit export the caller asked for. Anything that goes wrong while the
-// training run is being observed is reported (Status, stderr) instead of thrown.
+// training run is being observed is reported (the session's Status, Options::log) instead of
+// thrown.
 #pragma once
 
 #include <stdexcept>

@@ -90,6 +90,17 @@ struct CollectiveInfo {
                      // rank for the same collective)
 };
 
+// GPU work that a CUDA graph launch replayed: the graph node that ran it and what was open on
+// the thread that captured the node ("graph id", "graph node", "captured by", "capture ranges"
+// in the trace). A graph launch's own event (Options::cuda_graph_launches_only) has node 0.
+struct GraphNodeInfo {
+  uint32_t graph_id = 0;  // CUPTI's id of the graph that ran
+  uint64_t node_id = 0;   // CUPTI's id of the node
+  // The innermost op or user range open when the node was captured; empty: not known.
+  std::string_view captured_by;                  // owned by the Trace
+  std::vector<std::string_view> capture_ranges;  // user ranges open then, outermost first
+};
+
 // A `[memory]` event: an allocation (bytes > 0) or free (bytes < 0) seen by profile_memory.
 struct MemoryEvent {
   int64_t time_ns = 0;  // Unix epoch ns
@@ -102,6 +113,18 @@ struct MemoryEvent {
   int8_t device_type = 0;    // c10::DeviceType: 0 CPU, 1 CUDA
   int8_t device_index = -1;  // -1 for CPU
   int64_t op = -1;           // index of the innermost op in Trace::events, -1 if none
+};
+
+// A Python function call that torch.profiler's Python tracer recorded (with_stack in Python:
+// "python_function" events, "nn.Module: ..." for modules, "<built-in method ...>" for C
+// functions). Read from Python's traces so the report can apply torch.profiler's pattern
+// matchers, which look for them; ptprof records none, and Trace::save does not write them.
+struct PythonFunction {
+  std::string_view name;  // owned by the Trace that holds it
+  int64_t start_ns = 0;   // Unix epoch ns
+  int64_t duration_ns = 0;
+  int64_t pid = 0;
+  int64_t tid = 0;
 };
 
 struct Event {
@@ -133,6 +156,7 @@ struct Event {
   int32_t stack = -1;       // Trace::stacks
   uint64_t flops = 0;       // estimated floating point operations, 0 if unknown
   int32_t collective = -1;  // Trace::collectives: a collective op, or a kernel it launched
+  int32_t graph_node = -1;  // Trace::graph_nodes: GPU work replayed by a CUDA graph launch
 
   // CUDA runtime/driver calls.
   int32_t cbid = 0;

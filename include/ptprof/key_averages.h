@@ -10,6 +10,8 @@ namespace ptprof {
 struct KeyAverage {
   std::string key;  // op or range name
   std::string input_shapes;  // only when grouped by input shape
+  // Only when grouped by stack: the frames grouped by, KeyAverages::stacks[stack]; -1: none.
+  int32_t stack = -1;
   int64_t count = 0;
   int64_t self_cpu_time_total_ns = 0;
   int64_t cpu_time_total_ns = 0;
@@ -53,6 +55,10 @@ class KeyAverages {
   std::vector<KeyAverage> rows;
   bool has_device_time = false;
   bool has_input_shapes = false;
+  bool has_stacks = false;  // grouped by stack
+  // Grouped by stack: each distinct stack the rows were grouped by (its innermost
+  // group_by_stack_n frames, outermost first), once, however many rows share it.
+  std::vector<std::vector<std::string>> stacks;
   bool has_memory = false;
   bool has_device_memory = false;
   bool has_flops = false;

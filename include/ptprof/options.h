@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "ptprof/distributed_info.h"
+#include "ptprof/flight_recorder.h"
+#include "ptprof/log.h"
 #include "ptprof/schedule.h"
 #include "ptprof/trace_handler.h"
 
@@ -18,34 +21,28 @@ enum class Activity {
   CUDA,  // kernels, copies, memsets, runtime/driver calls (CUPTI)
 };
 
+enum class CudaTracing {
+  // CUPTI callbacks on the launch, copy, memset, synchronization and graph-launch calls only:
+  // they link GPU work to its call and op and time the call ("cuda_runtime" events); no
+  // runtime/driver API records, no external correlation per op. Kernels replayed by a CUDA
+  // graph are attributed to the op that captured their node.
+  Lean,
+  // What torch.profiler (Kineto) enables: runtime and driver API records of every call, and
+  // each op's id pushed as CUPTI external correlation. More calls in the trace, more cost.
+  Classic,
+};
+
 // A binary that links ptprof but leaves it unconfigured can be switched on from the
 // environment: each variable fills what the Options leave unset, when a session starts.
 //   PTPROF_LOGDIR=DIR          on_trace_ready = {tensorboard_trace_handler(DIR)}
 //   PTPROF_SCHEDULE=W,U,A[,R[,S]]  schedule = {wait, warmup, active, repeat, skip_first}
 //   PTPROF_TRIGGER_FILE, PTPROF_TRIGGER_SIGNAL, PTPROF_ON_DEMAND_ONLY: see below.
+//   PTPROF_FLIGHT_RECORDER=1   flight_recorder.enabled (dumps under PTPROF_LOGDIR/flight);
+//   PTPROF_FLIGHT_RECORDER_HANG_S=T  flight_recorder.hang_seconds. With no session at all, the
+//                              recorder runs from the moment ptprof is loaded.
 // A variable that cannot be parsed is an error naming it (ptprof::Error from the session).
 // The launcher's variables fill `distributed` (below); ptprof does not own them, so a bad one
 // is a warning, not an error.
-
-// A c10d process group, as torch.profiler lists it in distributedInfo's "pg_config".
-struct ProcessGroupInfo {
-  std::string name;            // "0" for the default group, as torch.distributed names it
-  std::string desc;            // "default_pg", ...
-  std::string backend_config;  // "cpu:gloo", "cuda:nccl", ...
-  int64_t size = 0;
-  std::vector<int64_t> ranks;  // global ranks of its members
-};
-
-// Who this process is in a distributed job (torch.distributed's c10d, MPI, ...).
-// ptprof::distributed_info(process_group) (ptprof/distributed.h) fills it from a c10d group.
-struct DistributedInfo {
-  std::string backend;      // "gloo", "nccl", ...; empty: not known, not written
-  int64_t rank = -1;        // this process's rank in the default group
-  int64_t world_size = -1;  // ranks in the default group
-  // The process groups this rank belongs to ("pg_count" and "pg_config"); empty: not written.
-  std::vector<ProcessGroupInfo> groups;
-  std::string nccl_version;  // "2.27.5"; empty: not written
-};
 
 struct Options {
   // What to collect. CUDA without a usable GPU/CUPTI degrades to CPU with one warning.
@@ -95,12 +92,21 @@ struct Options {
   std::size_t gpu_buffer_bytes = std::size_t{4} << 20;
   std::size_t max_gpu_buffer_bytes = std::size_t{128} << 20;
 
+  // How CUDA activity is collected (docs/gpu.md). Both link every kernel, copy and memset to
+  // its launch and op; Lean costs less per launch. Classic stays the default until
+  // scripts/gpu-check has shown on a GPU that Lean links every kernel as Classic does.
+  CudaTracing cuda_tracing = CudaTracing::Classic;
+  // CUDA graphs: one GPU event per graph launch (CUPTI's graph trace) instead of one per
+  // kernel, copy and memset the launch replays. Cheaper for graphs of many nodes; the nodes'
+  // own work, and which op captured each, are then not in the trace.
+  bool cuda_graph_launches_only = false;
+
   // At the end of each saved window, ptprof's report of it (ptprof/report.h: the step
-  // breakdown, why the GPU sat idle, ranked findings) is printed to stdout and, for each trace
-  // file tensorboard_trace_handler or chrome_trace_handler wrote, saved as JSON and HTML in a
-  // "reports" folder beside it (<dir>/reports/<trace file>.report.json and .report.html): not
-  // in the trace's own folder, where Holistic Trace Analysis takes every .json for a trace.
-  // Computed on the handlers' thread, after them.
+  // breakdown, why the GPU sat idle, ranked findings): its summary through `log` (kInfo), and
+  // the report saved as JSON and HTML in a "reports" folder beside each trace file the handlers
+  // wrote (<dir>/reports/<trace file>.report.json and .report.html): not in the trace's own
+  // folder, where Holistic Trace Analysis takes every .json for a trace. The same as
+  // report_handler("", log) after on_trace_ready (ptprof/trace_handler.h); run with them.
   bool report = false;
 
   // On demand: capture a window in a running job, without a restart. When the trigger file
@@ -124,6 +130,17 @@ struct Options {
   // Run trace handlers on a ptprof thread, so writing a large trace does not stall step().
   // At most one finished window waits to be written; stop() waits for all of them.
   bool write_in_background = true;
+
+  // Where the session's messages go: each warning and error (also kept, with its code, in the
+  // session's Status), and notes such as an on-demand window armed or a window's report
+  // summary. ptprof writes nothing to stdout. Default: stderr, "[ptprof] warning: ..." lines.
+  // nullptr: nothing is printed.
+  LogSink log = log_to_stderr;
+  // The always-on flight recorder (ptprof/flight_recorder.h, docs/flight-recorder.md): every
+  // op, range and collective of the session's life kept in bounded per-thread rings, beside
+  // the scheduled and on-demand windows, dumped when asked, on a hang (no step() for
+  // hang_seconds) or a crash. Its dumps' messages go through `log`.
+  FlightRecorderOptions flight_recorder;
 };
 
 }  // namespace ptprof

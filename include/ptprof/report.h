@@ -21,40 +21,14 @@ namespace ptprof {
 
 class Trace;
 
-// Every threshold of the report's rules, by name. Those marked TB or HTA are the peers' own
-// values; change them to ask a different question, not to match a peer.
+// Every threshold of the report's passes and rules, by name: one member per line of
+// ptprof/report_thresholds.def, which gives each its default, unit, source and meaning. Those
+// from TB, HTA or torch are the peers' own values; change them to ask a different question,
+// not to match a peer.
 struct ReportThresholds {
-  // -- TensorBoard plugin's recommendations (profiler/data.py::analyze) --
-  double dataloader_share = 0.05;             // avg DataLoader / avg step above this
-  double communication_share = 0.10;          // avg Communication / avg step above this
-  double low_gpu_utilization = 0.5;           // a device's GPU utilization below this
-  double memory_peak_share = 0.9;             // peak allocated above this share of totalGlobalMem
-  int32_t tensor_core_min_compute_major = 7;  // device 0's computeMajor for the Tensor Core rule
-  // TB's tail trimming: the last step with GPU work is dropped when it matched fewer GPU
-  // activities than this share of the step before it.
-  double tail_step_gpu_ratio = 0.8;
-
-  // -- HTA --
-  int64_t kernel_wait_ns = 30000;  // get_idle_time_breakdown's consecutive_kernel_delay (30 us)
-  // A stream whose launch queue holds this many launches blocks the next launch call
-  // (HTA's CUDA_MAX_LAUNCH_QUEUE_PER_STREAM is 1024; blocking is seen from ~1020 on).
-  int64_t launch_queue_full = 1020;
-
-  // -- ptprof's own rules (each fires when what it could save reaches its share of a step) --
-  double copy_share = 0.02;              // exposed host<->device copy time
-  double sync_share = 0.02;              // GPU idle behind a blocking call (sync, item(), D2H copy)
-  double launch_bound_share = 0.05;      // GPU idle between tiny kernels the host launched late
-  int64_t tiny_kernel_ns = 10000;        // a kernel shorter than this is "tiny"
-  int32_t launch_bound_min_kernels = 5;  // consecutive late-launched tiny kernels: a stretch
-  double cpu_bound_share = 0.2;          // GPU idle while the host runs op code
-  double dominant_op_share = 0.4;        // one operator's time per step
-  double low_occupancy_pct = 25;         // a kernel's est. achieved occupancy below this...
-  double low_occupancy_kernel_share = 0.1;  // ...taking at least this share of kernel time
-  // A step is an outlier when it is this many times the median step, or less than its inverse.
-  double step_outlier_ratio = 1.25;
-  // A blocking call counts as the cause of a GPU-idle gap when it was in progress when the
-  // GPU ran dry, ending at most this long before (clocks of host and device records differ).
-  int64_t blocking_call_slack_ns = 2000;
+#define PTPROF_REPORT_THRESHOLD(type, name, value, unit, source, description) type name = value;
+#include "ptprof/report_thresholds.def"
+#undef PTPROF_REPORT_THRESHOLD
 };
 
 struct ReportOptions {
@@ -205,6 +179,19 @@ class Report {
   int64_t gpu_idle_in_steps_ns = 0;  // all devices together
   bool idle_causes_determined = false;
 
+  // ---- computation / communication per step (TB's Distributed view; comm_overlap.cpp) ----
+  struct StepOverlap {
+    std::string step;              // Step::name
+    int64_t computation_ns = 0;    // computing, not communicating
+    int64_t overlap_ns = 0;        // both at once
+    int64_t communication_ns = 0;  // communicating, not computing
+    int64_t other_ns = 0;          // neither: the rest of the step
+  };
+  std::vector<StepOverlap> comm_overlap;  // one per step, with the breakdown
+  // What computation is: "kernels" (kernels not of a collective), "host_ops" (host ops, TB's
+  // CPU Exec role, where the trace has no kernel); "" without a breakdown.
+  std::string comm_overlap_basis;
+
   // ---- tables ----
   struct OpRow {
     std::string name;
@@ -235,7 +222,8 @@ class Report {
   };
   struct Finding {
     std::string id;      // stable key: "data_loading", "low_gpu_utilization", ...
-    std::string source;  // "tensorboard" (the plugin's rule) or "ptprof"
+    std::string source;  // "tensorboard" (the plugin's rule), "torch" (torch.profiler's
+                         // pattern matcher) or "ptprof"
     std::string title;
     // The most this could save per step: an upper bound (if the cause cost nothing), not a
     // forecast. Findings overlap, so their savings do not add up. Absent: not a time saving.

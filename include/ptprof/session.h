@@ -14,17 +14,10 @@
 
 #include "ptprof/options.h"
 #include "ptprof/schedule.h"
+#include "ptprof/status.h"
 #include "ptprof/trace.h"
 
 namespace ptprof {
-
-// Errors collected while observing (handler failures, dropped events, GPU unavailability).
-struct Status {
-  std::vector<std::string> errors;
-  std::vector<std::string> warnings;
-  bool ok() const { return errors.empty(); }
-  std::string message() const;
-};
 
 class SessionImpl;
 
@@ -43,7 +36,7 @@ class ProfileSession {
   // Ends step N, advances the schedule, begins step N+1. May run trace handlers.
   void step();
   // Ends profiling (saving a window in progress, as torch.profiler does) and returns every
-  // error and warning of the session. Idempotent.
+  // error and warning of the session, each with its code (ptprof/status.h). Idempotent.
   Status stop();
 
   int64_t step_num() const;

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ptprof/distributed_info.h"
 #include "ptprof/event.h"
 #include "ptprof/key_averages.h"
 
@@ -54,6 +56,11 @@ class Trace {
   std::vector<std::vector<std::string>> stacks;
   // Collectives' arguments (Event::collective indexes it; a kernel shares its op's entry).
   std::vector<CollectiveInfo> collectives;
+  // CUDA graph nodes whose work is in the trace (Event::graph_node indexes it; the replays of
+  // one node share its entry).
+  std::vector<GraphNodeInfo> graph_nodes;
+  // Python's traces with with_stack: the Python tracer's calls, in no particular order.
+  std::vector<PythonFunction> python_functions;
   std::vector<ThreadInfo> threads;
   std::vector<DeviceProperties> devices;
 
@@ -69,7 +76,13 @@ class Trace {
   // and ranges, "memory" for [memory] events).
   uint64_t dropped_events = 0;
   std::map<std::string, uint64_t> dropped_by_kind;
-  // Top-level keys written into the trace as-is; each value must be valid JSON text.
+  // Who this process was in a distributed job: written as "distributedInfo" in torch.profiler's
+  // form (json.dumps spacing: HTA finds the rank with "rank":\s+(\d+)), and read back from it.
+  std::optional<DistributedInfo> distributed;
+  // Top-level keys written into the trace as-is; each value must be valid JSON text. A trace
+  // read from a file whose distributedInfo holds more than `distributed` does (keys this model
+  // has not, another order or spacing) keeps that text here under "distributedInfo", and the
+  // writer puts it back instead of `distributed`: a round trip loses nothing.
   std::map<std::string, std::string> metadata;
   // Why GPU data is absent, when CUDA was asked for and could not be collected.
   std::string gpu_unavailable_reason;
@@ -77,8 +90,10 @@ class Trace {
   // Copies `s` into storage owned by this trace and returns a view of it (for builders).
   std::string_view intern(std::string_view s);
 
-  // torch.profiler's key_averages(); see ptprof/key_averages.h.
-  KeyAverages key_averages(bool group_by_input_shape = false) const;
+  // torch.profiler's key_averages(); see ptprof/key_averages.h. group_by_stack_n > 0 also
+  // groups by the innermost group_by_stack_n frames of each op's stack (with_stack), as
+  // torch.profiler's group_by_stack_n does.
+  KeyAverages key_averages(bool group_by_input_shape = false, int group_by_stack_n = 0) const;
   // The GPU kernels of the trace by name: calls, total, average, min, max.
   KernelTable kernel_table() const;
 

@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "ptprof/log.h"
+
 namespace ptprof {
 
 class Trace;
@@ -37,5 +39,15 @@ TraceHandlerPtr chrome_trace_handler(std::string path);
 
 // Any callable receiving the finished trace.
 TraceHandlerPtr callback_handler(std::function<void(const Trace&)> fn);
+
+// ptprof's report of each trace (ptprof/report.h: the step breakdown, why the GPU sat idle,
+// ranked findings), saved as <name>.report.json and <name>.report.html. With `dir`, in it, named
+// <worker_name>.<time in ns> as tensorboard_trace_handler names traces. Without, beside each
+// trace file that the handlers before it (tensorboard_trace_handler, chrome_trace_handler) wrote
+// for this trace, in a "reports" folder next to it, named after it: not in the trace's own
+// folder, where Holistic Trace Analysis takes every .json for a trace. `summary`, if given,
+// also receives the report's summary (LogLevel::kInfo). Options::report adds
+// report_handler("", Options::log) after the session's handlers.
+TraceHandlerPtr report_handler(std::string dir = "", LogSink summary = nullptr);
 
 }  // namespace ptprof

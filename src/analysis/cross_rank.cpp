@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "ptprof/trace.h"
+#include "render/format.h"
 #include "trace/json_writer.h"
 #include "trace/rank_plan.h"
 #include "trace/trace_reader.h"
@@ -66,8 +67,12 @@ std::pair<std::string, int64_t> busy_with(const Trace& t, int64_t lo, int64_t hi
   return {std::string(t.events[static_cast<std::size_t>(at)].name), at_cover};
 }
 
-std::string ms(int64_t ns) {
+// Milliseconds without the unit, for the table's columns.
+std::string ms_digits(int64_t ns) {
   return format_fixed(static_cast<double>(ns) / 1e6, 3);
+}
+std::string ms(int64_t ns) {
+  return detail::ms(static_cast<double>(ns));
 }
 
 }  // namespace
@@ -230,7 +235,7 @@ std::string CrossRankReport::summary() const {
                   " step(s) in common, collectives from " + collective_kind + "\n";
   for (const MergedRank& r : ranks)
     s += "  rank " + std::to_string(r.rank) + ": " + r.file + " (host " + r.host + ", clock " +
-         r.alignment + (r.offset_ns ? ", offset " + ms(r.offset_ns) + " ms" : "") + ")\n";
+         r.alignment + (r.offset_ns ? ", offset " + ms(r.offset_ns) : "") + ")\n";
   if (!missing_ranks.empty()) {
     std::string m;
     for (int64_t r : missing_ranks) m += (m.empty() ? "" : ", ") + std::to_string(r);
@@ -242,9 +247,9 @@ std::string CrossRankReport::summary() const {
   for (const Straggler& g : stragglers) {
     s += "  rank " + std::to_string(g.rank) + ": last at " + std::to_string(g.collectives) +
          " of " + std::to_string(collectives.size()) + " collective(s); the others lost " +
-         ms(g.lost_ns) + " ms" + (steps > 0 ? " (" + ms(g.lost_ns / steps) + " ms per step)" : "");
+         ms(g.lost_ns) + (steps > 0 ? " (" + ms(g.lost_ns / steps) + " per step)" : "");
     s += g.cause.empty() ? "; what it did meanwhile is not in its trace\n"
-                         : "; meanwhile it ran " + g.cause + " (" + ms(g.cause_ns) + " ms)\n";
+                         : "; meanwhile it ran " + g.cause + " (" + ms(g.cause_ns) + ")\n";
   }
   if (!collectives.empty()) {
     s += "\nCollectives (arrival after the first rank's, ms, by rank)\n";
@@ -265,14 +270,16 @@ std::string CrossRankReport::summary() const {
     for (std::size_t i : pick) {
       const CollectiveWait& w = collectives[i];
       std::string arr;
-      for (const RankArrival& a : w.ranks) arr += (arr.empty() ? "" : " ") + ms(a.arrival_ns);
-      std::string name = w.name.size() > 28 ? w.name.substr(0, 25) + "..." : w.name;
+      for (const RankArrival& a : w.ranks)
+        arr += (arr.empty() ? "" : " ") + ms_digits(a.arrival_ns);
+      std::string name = detail::shorten(w.name, 28);
       name += " #" + std::to_string(w.index);
-      s += format_c(
-          "  %-6lld %-32s %-10s %-24s %-9s %-11s %s\n", static_cast<long long>(w.step),
-          name.c_str(), w.straggler < 0 ? "-" : ("rank " + std::to_string(w.straggler)).c_str(),
-          arr.c_str(), w.straggler < 0 ? "-" : ms(w.late_ns).c_str(),
-          w.straggler < 0 ? "-" : ms(w.lost_ns).c_str(), w.cause.empty() ? "-" : w.cause.c_str());
+      s += format_c("  %-6lld %-32s %-10s %-24s %-9s %-11s %s\n", static_cast<long long>(w.step),
+                    name.c_str(),
+                    w.straggler < 0 ? "-" : ("rank " + std::to_string(w.straggler)).c_str(),
+                    arr.c_str(), w.straggler < 0 ? "-" : ms_digits(w.late_ns).c_str(),
+                    w.straggler < 0 ? "-" : ms_digits(w.lost_ns).c_str(),
+                    w.cause.empty() ? "-" : w.cause.c_str());
     }
     if (pick.size() < collectives.size())
       s += "  (" + std::to_string(collectives.size() - pick.size()) +

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "render/format.h"
 #include "trace/json_writer.h"
 
 namespace ptprof {
@@ -41,6 +42,9 @@ namespace {
 
 using detail::format_fixed;
 using detail::JsonWriter;
+using detail::ms;
+using detail::pct;
+using detail::shorten;
 
 // Operator and kernel totals cover the whole trace: every ProfilerStep# range, those TB's tail
 // trimming left out included, so per step they are divided by all of them.
@@ -58,9 +62,6 @@ double abs_delta(const ReportDiff::Value& v) {
   return std::fabs(v.delta());
 }
 
-std::string ms(double ns) {
-  return format_fixed(ns / 1e6, 3) + " ms";
-}
 // "+1.250 ms", "-0.500 ms", "0.000 ms": the sign only where the printed digits are not zero.
 std::string signed_ms(double ns) {
   std::string s = format_fixed(ns / 1e6, 3);
@@ -76,16 +77,6 @@ std::string relative_text(const ReportDiff::Value& v) {
     return s + "%";
   }
   return v.after == 0 ? "" : "new";
-}
-std::string pct(double share) {
-  return format_fixed(share * 100, 1) + "%";
-}
-// At most n bytes, cut at a UTF-8 character boundary.
-std::string shorten(const std::string& s, std::size_t n) {
-  if (s.size() <= n) return s;
-  std::size_t cut = n - 3;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut) + "...";
 }
 std::string pad(std::string s, std::size_t width, bool right) {
   // Width in characters, not bytes, so non-ASCII names keep the columns straight.

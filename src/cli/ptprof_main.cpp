@@ -13,10 +13,15 @@
 //                                                         (traces, or run directories)
 //   ptprof merge DIR -o OUT [--window N] [--align auto|collectives|none]
 //                                                         the ranks' traces as one timeline
+//   ptprof view LOGDIR|TRACE [--port N] [--host ADDR]     the views in a browser (docs/view.md)
+//   ptprof flight DUMP|DIR [-o OUT] [--json]              a flight recorder dump: what each
+//                                                         thread was inside; -o its trace
 //
 // Exit status: 0 done, 1 a result could not be written, 2 bad usage or an unreadable trace
 // (the message names the file and, for malformed content, the byte offset).
 #include <CLI/CLI.hpp>
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -26,20 +31,26 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ptprof/cross_rank.h"
 #include "ptprof/error.h"
+#include "ptprof/flight_report.h"
 #include "ptprof/key_averages.h"
 #include "ptprof/merge.h"
 #include "ptprof/report.h"
 #include "ptprof/report_diff.h"
 #include "ptprof/trace.h"
+#include "trace/flight_dump.h"
 #include "trace/json_writer.h"
+#include "trace/trace_files.h"
 #include "trace/trace_reader.h"
+#include "view/view_server.h"
 
 namespace {
 
@@ -150,14 +161,73 @@ bool several_workers(const std::string& path, const std::vector<std::string>& fi
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) return false;
   std::set<std::string> workers;
-  for (const std::string& f : files) {
-    const std::string name = std::filesystem::path(f).filename().string();
-    workers.insert(name.substr(0, name.find('.')));
-  }
+  for (const std::string& f : files)
+    workers.insert(
+        ptprof::detail::parse_trace_file_name(std::filesystem::path(f).filename().string()).worker);
   return workers.size() > 1;
 }
 
+// A directory of flight recorder dumps: what every rank was doing at the end.
+int flight_report(const std::string& dir, bool json) {
+  ptprof::FlightReport r;
+  try {
+    r = ptprof::flight_report(dir);
+  } catch (const ptprof::Error& e) {
+    throw InputError(e.what());
+  }
+  std::cout << (json ? r.to_json() : r.summary());
+  return 0;
+}
+
+// One dump: its digest; with OUT, its trace written there.
+int flight(const std::string& path, const std::string& out, bool json) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    if (!out.empty()) throw InputError("ptprof flight: -o writes one dump's trace: give a dump, not " + path);
+    return flight_report(path, json);
+  }
+  ptprof::detail::FlightDump dump;
+  try {
+    dump = ptprof::detail::read_flight_dump(path, /*rings=*/!out.empty());
+  } catch (const ptprof::Error& e) {
+    throw InputError(e.what());
+  }
+  const ptprof::FlightRank r = ptprof::detail::flight_digest(dump, path);
+  if (json) {
+    std::cout << ptprof::detail::flight_rank_json(r) << "\n";
+  } else {
+    std::cout << path << ": " << r.reason << (r.message.empty() ? "" : " (" + r.message + ")")
+              << ", worker " << r.worker << (r.rank >= 0 ? ", rank " + std::to_string(r.rank) : "")
+              << "\n";
+    const std::string where = r.position();
+    std::cout << "  at the end: " << (where.empty() ? "outside any op" : where) << "\n";
+    for (const ptprof::FlightThreadState& t : r.threads) {
+      std::cout << "  thread " << t.tid << (t.name.empty() ? "" : " (" + t.name + ")")
+                << (t.crashed ? " [crashed]" : "") << ":";
+      for (std::size_t i = 0; i < t.open.size(); ++i)
+        std::cout << (i ? " <" : "") << " " << t.open[i].name << " "
+                  << ptprof::detail::format_fixed(static_cast<double>(t.open[i].open_ns) / 1e9, 3)
+                  << " s";
+      std::cout << "\n";
+    }
+    if (const ptprof::FlightCollective* c = r.last_collective())
+      std::cout << "  last collective: " << c->name << " #" << c->seq << " (" << c->op
+                << (c->end_ns == 0 ? ", not finished" : "") << ")\n";
+  }
+  if (!out.empty()) {
+    ptprof::detail::flight_trace(dump).save(out);
+    if (!json) std::cout << "wrote " << out << "\n";
+  }
+  return 0;
+}
+
 int report(const std::string& path, bool json, const std::string& html) {
+  if (ptprof::has_flight_dumps(path)) {
+    if (!html.empty())
+      throw InputError("ptprof: --html writes one trace's page: " + path +
+                       " holds flight recorder dumps (ptprof report DUMP --html OUT for one)");
+    return flight_report(path, json);
+  }
   const std::vector<std::string> files = traces_of(path);
   if (!html.empty() && files.size() > 1)
     throw InputError("ptprof: --html writes one page: give one trace, not " + path + " (" +
@@ -190,6 +260,9 @@ int report(const std::string& path, bool json, const std::string& html) {
     else
       std::cout << "\n== " << path << ": across ranks\n" << ranks->summary();
   }
+  const std::string dumps = (std::filesystem::path(path) / "flight").string();
+  if (!json && ptprof::has_flight_dumps(dumps))
+    std::cout << "\nflight recorder dumps in " << dumps << ": ptprof report " << dumps << "\n";
   return 0;
 }
 
@@ -209,6 +282,36 @@ int diff(const std::string& before, const std::string& after, bool json) {
   const std::string b = last_trace_of(after, &o.after_label);
   const ptprof::ReportDiff d(ptprof::Report(read(a)), ptprof::Report(read(b)), o);
   std::cout << (json ? d.to_json() : d.summary());
+  return 0;
+}
+
+// Serves until SIGINT or SIGTERM: the signals are taken by a thread of their own (sigwait),
+// which stops the server from outside any signal handler.
+int view(const ptprof::view::ViewOptions& o) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread started below
+  std::unique_ptr<ptprof::view::ViewServer> server;
+  try {
+    server = std::make_unique<ptprof::view::ViewServer>(o);
+  } catch (const ptprof::Error& e) {
+    throw InputError(e.what());
+  }
+  const std::string warning = server->exposure_warning();
+  if (!warning.empty()) std::cerr << warning << "\n";
+  std::cout << "ptprof view: serving " << o.path << " at " << server->url()
+            << " (Ctrl-C to stop)" << std::endl;
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    server->stop();
+  });
+  server->run();
+  // Stopped by a signal: the waiter has returned. Otherwise wake it with one.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
   return 0;
 }
 
@@ -276,7 +379,8 @@ int main(int argc, char** argv) {
       "report", "the diagnosis: step breakdown, GPU idle and its causes, ranked findings");
   rp->add_option("TRACE", path,
                  "trace file, or a directory of them (a TensorBoard run; a job's ranks are "
-                 "also compared: who waits for whom)")
+                 "also compared: who waits for whom; a directory of flight recorder dumps: "
+                 "what every rank was doing when the job hung or crashed)")
       ->required();
   rp->add_flag("--json", json, "the report as JSON (keys in docs/report.md)");
   rp->add_option("--html", html, "also write the report as a self-contained HTML page");
@@ -304,6 +408,27 @@ int main(int argc, char** argv) {
                  "collectives: every rank; none: as written")
       ->check(CLI::IsMember({"auto", "collectives", "none"}));
 
+  ptprof::view::ViewOptions view_options;
+  CLI::App* vw = app.add_subcommand(
+      "view", "the views in a browser: overview, operators, kernels, timeline, memory, "
+              "distributed, diff, flame graph; served on localhost, nothing loaded from elsewhere");
+  vw->add_option("LOGDIR", view_options.path,
+                 "a log directory (its runs, workers and windows; new traces appear as they are "
+                 "written) or one trace file")
+      ->required();
+  vw->add_option("--port", view_options.port, "port to listen on (0: any free one; default 6006 "
+                                               "or the next free one)")
+      ->check(CLI::Range(0, 65535));
+  vw->add_option("--host", view_options.host,
+                 "address to listen on (default 127.0.0.1; anything else is reachable by others)");
+  CLI::App* fl = app.add_subcommand(
+      "flight", "a flight recorder dump: why it was written, what each thread was inside, the "
+                "last collectives; -o writes it as a trace (a crash's raw dump included)");
+  fl->add_option("DUMP", path, "a .ptflight dump, or a directory of them (as ptprof report DIR)")
+      ->required();
+  fl->add_option("-o,--output", out, "the dump's trace (.json or .json.gz)");
+  fl->add_flag("--json", json, "the digest as JSON");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -330,6 +455,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*rp) return report(path, json, html);
+    if (*vw) {
+      view_options.port_given = vw->count("--port") > 0;
+      return view(view_options);
+    }
+    if (*fl) return flight(path, out, json);
     if (*df) return diff(path, other, json);
     if (*mg) {
       ptprof::MergeOptions o;

@@ -84,6 +84,12 @@ class RealCuptiApi final : public CuptiApi {
   }
   CUptiResult probe_subscriber(std::string* holder) override {
     CUpti_SubscriberHandle h = nullptr;
+    const CUptiResult r = subscribe(&ignore_callback, &h, holder);
+    if (r == CUPTI_SUCCESS) cuptiUnsubscribe(h);
+    return r;
+  }
+  CUptiResult subscribe(CUpti_CallbackFunc fn, CUpti_SubscriberHandle* handle,
+                        std::string* holder) override {
 #if defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 130000
     char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {0};
     CUpti_SubscriberParams params;
@@ -92,18 +98,24 @@ class RealCuptiApi final : public CuptiApi {
     params.subscriberName = "ptprof";
     params.oldSubscriberName = old_name;
     params.oldSubscriberSize = sizeof(old_name) - 1;
-    const CUptiResult r = cuptiSubscribe_v2(&h, &ignore_callback, nullptr, &params);
-    if (r != CUPTI_SUCCESS) {
-      *holder = old_name;
-      return r;
-    }
+    const CUptiResult r = cuptiSubscribe_v2(handle, fn, nullptr, &params);
+    if (r != CUPTI_SUCCESS) *holder = old_name;
+    return r;
 #else
-    const CUptiResult r = cuptiSubscribe(&h, &ignore_callback, nullptr);
-    if (r != CUPTI_SUCCESS) return r;
+    return cuptiSubscribe(handle, fn, nullptr);
 #endif
-    cuptiUnsubscribe(h);
-    return CUPTI_SUCCESS;
   }
+  CUptiResult unsubscribe(CUpti_SubscriberHandle handle) override {
+    return cuptiUnsubscribe(handle);
+  }
+  CUptiResult enable_callback(CUpti_SubscriberHandle handle, CUpti_CallbackDomain domain,
+                              CUpti_CallbackId cbid, bool enable) override {
+    return cuptiEnableCallback(enable ? 1 : 0, handle, domain, cbid);
+  }
+  CUptiResult graph_node_id(CUgraphNode node, uint64_t* id) override {
+    return cuptiGetGraphNodeId(node, id);
+  }
+  CUptiResult graph_id(CUgraph graph, uint32_t* id) override { return cuptiGetGraphId(graph, id); }
 
   CUptiResult register_timestamp_callback(CUpti_TimestampCallbackFunc fn) override {
     return cuptiActivityRegisterTimestampCallback(fn);

@@ -51,6 +51,18 @@ class CuptiApi {
   // failure *holder gets the holder's name when CUPTI tells it.
   virtual CUptiResult probe_subscriber(std::string* holder) = 0;
 
+  // ---- callback API (lean mode) ----
+  // Subscribes `fn` as "ptprof"; on failure *holder gets the holder's name when CUPTI tells it.
+  virtual CUptiResult subscribe(CUpti_CallbackFunc fn, CUpti_SubscriberHandle* handle,
+                                std::string* holder) = 0;
+  virtual CUptiResult unsubscribe(CUpti_SubscriberHandle handle) = 0;
+  virtual CUptiResult enable_callback(CUpti_SubscriberHandle handle, CUpti_CallbackDomain domain,
+                                      CUpti_CallbackId cbid, bool enable) = 0;
+  // CUPTI's ids of a graph node and of a graph: what GPU records' graphNodeId and graphId hold.
+  // Called from CUPTI's resource callbacks.
+  virtual CUptiResult graph_node_id(CUgraphNode node, uint64_t* id) = 0;
+  virtual CUptiResult graph_id(CUgraph graph, uint32_t* id) = 0;
+
   // ---- activity API ----
   virtual CUptiResult register_timestamp_callback(CUpti_TimestampCallbackFunc fn) = 0;
   virtual CUptiResult get_timestamp(uint64_t* timestamp) = 0;

@@ -1,21 +1,30 @@
-// The CUPTI Activity API backend.
+// The CUPTI backend, in two modes (Options::cuda_tracing).
 //
-// Lifecycle (driven by the session): enable() at warmup subscribes nothing (the Activity API
-// needs no subscriber; a probe only checks that no other tool holds CUPTI), registers our
-// timestamp and buffer callbacks and enables the activity kinds, so CUPTI's start-up cost falls
-// before the window. begin_window() drops what warmup collected. end_window() synchronizes the
-// GPU, force-flushes, decodes every completed buffer and hands the records to the correlator,
-// which keeps only the window's. disable() turns the kinds off again.
+// Lifecycle (driven by the session): enable() at warmup registers our timestamp and buffer
+// callbacks and enables the activity kinds, so CUPTI's start-up cost falls before the window.
+// begin_window() drops what warmup collected. end_window() synchronizes the GPU, force-flushes,
+// decodes every completed buffer and hands the records to the correlator, which keeps only the
+// window's. disable() turns everything off again.
 //
-// CUPTI's buffer callbacks and the hot-path hooks are plain C functions, so they reach the
-// backend's pool and the API table through globals. Only one session (so one backend) is active
-// at a time in a process.
+// Classic: kernel, copy, memset, sync, overhead records plus runtime and driver API records of
+// every call, and each op's id pushed as external correlation (Kineto's set). It subscribes
+// nothing: a probe only checks that no other tool holds CUPTI.
+// Lean: kernel, copy, memset and sync records only; CUPTI's callbacks on the calls that cause
+// them (cupti_callbacks.h) give each call's correlation id, times and op, and graph node
+// creation. It holds CUPTI's subscriber from enable() to disable(). Should this CUPTI leave GPU
+// records without correlation ids when no API records are on (as its docs say it may), the
+// first window finds none linked and turns on API records for the launch calls alone.
+//
+// CUPTI's callbacks and the hot-path hooks are plain C functions, so they reach the backend's
+// pool and the API table through globals. Only one session (so one backend) is active at a
+// time in a process.
 #include "gpu/cupti_backend.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -26,12 +35,19 @@
 
 #include "trace/clock.h"
 #include "gpu/cupti_buffers.h"
+#include "gpu/cupti_call_log.h"
+#include "gpu/cupti_callbacks.h"
 #include "gpu/cupti_clock.h"
 #include "gpu/cupti_correlator.h"
 #include "gpu/cupti_decode.h"
+#include "gpu/cupti_graphs.h"
 
 namespace ptprof::detail {
 namespace {
+
+Status unavailable(std::string why) {
+  return Status(StatusCode::kUnavailable, std::move(why));
+}
 
 std::atomic<BufferPool*> g_pool{nullptr};
 std::atomic<CuptiApi*> g_hot_api{nullptr};
@@ -66,6 +82,11 @@ uint64_t CUPTIAPI cupti_timestamp() {
   return static_cast<uint64_t>(now_ns());
 }
 
+// Lean mode's: the recorder's ticks (rdtsc where the CPU has an invariant TSC).
+uint64_t CUPTIAPI cupti_ticks() {
+  return static_cast<uint64_t>(now_ticks());
+}
+
 void push_correlation(uint64_t id) {
   thread_local bool registered = false;
   if (__builtin_expect(!registered, 0)) {
@@ -97,24 +118,40 @@ const char* kind_name(CUpti_ActivityKind k) {
       return "EXTERNAL_CORRELATION";
     case CUPTI_ACTIVITY_KIND_OVERHEAD:
       return "OVERHEAD";
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
+      return "GRAPH_TRACE";
     default:
       return "?";
   }
 }
 
 // Without these the trace has no kernels, no copies, or nothing to join them to ops with.
-constexpr CUpti_ActivityKind kRequiredKinds[] = {
+constexpr CUpti_ActivityKind kClassicRequiredKinds[] = {
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
     CUPTI_ACTIVITY_KIND_RUNTIME,
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
     CUPTI_ACTIVITY_KIND_MEMCPY,
     CUPTI_ACTIVITY_KIND_MEMSET,
 };
-constexpr CUpti_ActivityKind kOptionalKinds[] = {
+constexpr CUpti_ActivityKind kClassicOptionalKinds[] = {
     CUPTI_ACTIVITY_KIND_DRIVER,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
     CUPTI_ACTIVITY_KIND_OVERHEAD,
 };
+// Lean: the GPU's records only; the callbacks stand in for the API records.
+constexpr CUpti_ActivityKind kLeanRequiredKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+};
+constexpr CUpti_ActivityKind kLeanOptionalKinds[] = {
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+};
+
+// Lean mode's buffers, allocated at enable() so that no step allocates one: CUPTI's host
+// buffers (4 of the configured size) and the call log's chunks (64 of 64 KiB: 131,072 calls).
+constexpr std::size_t kReservedBuffers = 4;
+constexpr std::size_t kReservedCallChunks = 64;
 
 // Calls made very often that would only clutter the trace (Kineto turns off the same).
 constexpr std::pair<CUpti_CallbackDomain, CUpti_CallbackId> kQuietApis[] = {
@@ -134,6 +171,30 @@ std::string size_text(std::size_t bytes) {
 
 // A CUPTI timestamp more than this far from our clock means our callback is not in use.
 constexpr int64_t kSameClockToleranceNs = 1000000;
+
+std::string subscriber_conflict(const std::string& holder) {
+  // An unnamed holder is most often libtorch's own profiler from earlier in this process: its
+  // Kineto keeps CUPTI's subscriber after it stops (seen with torch 2.11 on an H200) unless
+  // TEARDOWN_CUPTI=1 was in the environment when it ran.
+  const bool unnamed = holder.empty() || holder.find("<not provided>") != std::string::npos;
+  return "CUPTI is already in use by another profiler (" +
+         (unnamed ? std::string("libtorch's own profiler if it ran earlier in this process, "
+                                "which keeps CUPTI unless TEARDOWN_CUPTI=1 is set before it "
+                                "starts; or Nsight Systems, Nsight Compute, cuda-gdb, "
+                                "compute-sanitizer")
+                  : holder) +
+         "): cuptiSubscribe returned CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+}
+
+// The tick `ns` (CLOCK_MONOTONIC) falls on, by `conv`'s line: where the call log stops.
+int64_t ticks_at(const TickConverter& conv, int64_t ns) {
+  const int64_t t = now_ticks();
+  const int64_t span = 1000000000;
+  const long double ns_per_tick =
+      static_cast<long double>(conv.to_ns(t + span) - conv.to_ns(t)) / span;
+  if (ns_per_tick <= 0) return ns;
+  return t - static_cast<int64_t>(static_cast<long double>(conv.to_ns(t) - ns) / ns_per_tick);
+}
 
 std::vector<std::unique_ptr<BufferPool>>& retired_pools() {
   // Pools of destroyed backends: CUPTI may still call back into one from its own thread, so
@@ -168,88 +229,103 @@ class CuptiBackend final : public GpuBackend {
     return reason_;
   }
 
-  bool enable(std::string* error) override {
-    if (enabled_) return true;
+  Status enable() override {
+    if (enabled_) return ok_status();
     const std::string reason = unavailable_reason();
-    if (!reason.empty()) {
-      *error = reason;
-      return false;
-    }
+    if (!reason.empty()) return unavailable(reason);
     if (api_.torch_profiler_active()) {
-      *error =
+      return unavailable(
           "CUPTI is in use by libtorch's own profiler (torch.profiler / "
           "torch::autograd::profiler, i.e. Kineto), which is active in this process; stop it "
-          "before asking ptprof for CUDA activity";
-      return false;
+          "before asking ptprof for CUDA activity");
     }
     std::string holder;
-    CUptiResult r = api_.probe_subscriber(&holder);
+    CUptiResult r = lean_ ? api_.subscribe(&lean::on_callback, &subscriber_, &holder)
+                          : api_.probe_subscriber(&holder);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-      // An unnamed holder is most often libtorch's own profiler from earlier in this process:
-      // its Kineto keeps CUPTI's subscriber after it stops (seen with torch 2.11 on an H200)
-      // unless TEARDOWN_CUPTI=1 was in the environment when it ran.
-      const bool unnamed = holder.empty() || holder.find("<not provided>") != std::string::npos;
-      *error = "CUPTI is already in use by another profiler (" +
-               (unnamed ? std::string("libtorch's own profiler if it ran earlier in this "
-                                      "process, which keeps CUPTI unless TEARDOWN_CUPTI=1 is set "
-                                      "before it starts; or Nsight Systems, Nsight Compute, "
-                                      "cuda-gdb, compute-sanitizer")
-                        : holder) +
-               "): cuptiSubscribe returned CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
-      return false;
+      return unavailable(subscriber_conflict(holder));
     }
-    if (r != CUPTI_SUCCESS) {
-      *error = "CUPTI could not be initialized: cuptiSubscribe failed: " + api_.result_string(r);
-      return false;
-    }
+    if (r != CUPTI_SUCCESS)
+      return unavailable("CUPTI could not be initialized: cuptiSubscribe failed: " +
+                         api_.result_string(r));
+    subscribed_ = lean_;
 
     if (!pool_) {
       pool_ = std::make_unique<BufferPool>(
           options_.buffer_size_bytes, options_.max_buffer_bytes,
           /*may_refuse=*/version_ >= BufferPool::kFirstVersionAcceptingRefusal);
     }
+    if (lean_) pool_->reserve(kReservedBuffers);
     // The timestamp callback must be in place before any kind is enabled.
-    r = api_.register_timestamp_callback(&cupti_timestamp);
+    calibrate_clock();  // lean mode's timestamps are the recorder's ticks
+    r = api_.register_timestamp_callback(lean_ ? &cupti_ticks : &cupti_timestamp);
     timestamp_callback_ = r == CUPTI_SUCCESS;
     if (!timestamp_callback_) {
-      pending_warnings_.push_back(
+      pending_warnings_.emplace_back(
+          StatusCode::kDataLoss,
           "CUPTI refused ptprof's timestamp callback (" + api_.result_string(r) +
-          "); GPU times are aligned to CPU times with a measured clock offset instead");
+              "); GPU times are aligned to CPU times with a measured clock offset instead");
     }
     g_pool.store(pool_.get(), std::memory_order_release);
     g_hot_api.store(&api_, std::memory_order_relaxed);
     r = api_.register_callbacks(&on_buffer_requested, &on_buffer_completed);
     if (r != CUPTI_SUCCESS) {
-      *error = "cuptiActivityRegisterCallbacks failed: " + api_.result_string(r);
-      return false;
+      unsubscribe();
+      return unavailable("cuptiActivityRegisterCallbacks failed: " + api_.result_string(r));
     }
-    for (CUpti_ActivityKind k : kRequiredKinds) {
+    Status failed;
+    auto enable_required = [&](CUpti_ActivityKind k) {
       r = api_.enable_kind(k);
       if (r != CUPTI_SUCCESS) {
-        *error = std::string("cuptiActivityEnable(CUPTI_ACTIVITY_KIND_") + kind_name(k) +
-                 ") failed: " + api_.result_string(r);
         disable_kinds();
+        unsubscribe();
+        failed = unavailable(std::string("cuptiActivityEnable(CUPTI_ACTIVITY_KIND_") +
+                             kind_name(k) + ") failed: " + api_.result_string(r));
         return false;
       }
       enabled_kinds_.push_back(k);
-    }
-    for (CUpti_ActivityKind k : kOptionalKinds) {
+      return true;
+    };
+    auto enable_optional = [&](CUpti_ActivityKind k, const char* missing) {
       // As Kineto does on CUDA 13: device-side CUDA event timestamps before sync records.
       if (k == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) api_.enable_cuda_event_device_timestamps(true);
       r = api_.enable_kind(k);
       if (r == CUPTI_SUCCESS) {
         enabled_kinds_.push_back(k);
       } else {
-        pending_warnings_.push_back(std::string("CUPTI activity kind ") + kind_name(k) +
-                                    " could not be enabled (" + api_.result_string(r) +
-                                    "); those records are missing from the trace");
+        pending_warnings_.emplace_back(StatusCode::kUnavailable,
+                                       std::string("CUPTI activity kind ") + kind_name(k) +
+                                           " could not be enabled (" + api_.result_string(r) +
+                                           "); " + missing);
+      }
+    };
+    constexpr const char* kMissing = "those records are missing from the trace";
+    if (lean_) {
+      for (CUpti_ActivityKind k : kLeanRequiredKinds)
+        if (!enable_required(k)) return failed;
+      for (CUpti_ActivityKind k : kLeanOptionalKinds) enable_optional(k, kMissing);
+    } else {
+      for (CUpti_ActivityKind k : kClassicRequiredKinds)
+        if (!enable_required(k)) return failed;
+      for (CUpti_ActivityKind k : kClassicOptionalKinds) enable_optional(k, kMissing);
+      for (const auto& [domain, cbid] : kQuietApis) api_.enable_api_record(domain, cbid, false);
+    }
+    if (options_.graph_launches_only) {
+      enable_optional(CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
+                      "CUDA graph launches are traced node by node instead");
+    }
+    if (lean_) {
+      Status st = enable_callbacks();
+      if (!st.ok()) {
+        disable_kinds();
+        unsubscribe();
+        return st;
       }
     }
-    for (const auto& [domain, cbid] : kQuietApis) api_.enable_api_record(domain, cbid, false);
     if (devices_.empty()) query_devices();
     register_cupti_thread();
     enabled_ = true;
-    return true;
+    return ok_status();
   }
 
   void begin_window(int64_t) override {
@@ -262,16 +338,22 @@ class CuptiBackend final : public GpuBackend {
     pool_->take_refused();
     std::size_t ignored = 0;
     api_.get_num_dropped(&ignored);  // the count resets on each read
+    if (lean_) {
+      CallLog::get().discard();
+      CallLog::get().take_dropped();
+      GraphCaptures::get().forget_destroyed();
+    }
     have_start_pair_ = measure(&start_pair_);
   }
 
   void end_window(int64_t start_ns, int64_t end_ns, int64_t unix_offset_ns, Trace& trace,
-                  std::vector<std::string>* warnings) override {
-    for (std::string& w : pending_warnings_) warnings->push_back(std::move(w));
+                  std::vector<Status>* warnings) override {
+    for (Status& w : pending_warnings_) warnings->push_back(std::move(w));
     pending_warnings_.clear();
     if (!enabled_) return;
     if (api_.torch_profiler_active()) {
-      warnings->push_back(
+      warnings->emplace_back(
+          StatusCode::kDataLoss,
           "libtorch's own profiler became active during the window; it owns CUPTI's activity "
           "buffers while it runs, so GPU events of this window may be missing");
     }
@@ -290,6 +372,22 @@ class CuptiBackend final : public GpuBackend {
       return api_.callback_name(d, cbid);
     });
     Correlator correlator;
+    const TickConverter ticks = TickConverter::current();
+    uint64_t calls = 0;
+    uint64_t lost_calls = 0;
+    if (lean_) {
+      // The window's calls, as the callbacks timed them; one that started after the window
+      // stays for the next.
+      const int64_t pid = ::getpid();
+      CallLog::get().read(ticks_at(ticks, end_ns), [&](int64_t tid, const HostCall& c) {
+        ++calls;
+        correlator.add(decoder.call(c.driver != 0, c.cbid, c.correlation, ticks.to_ns(c.start),
+                                    ticks.to_ns(c.end), pid, tid));
+        if (c.op != 0)
+          correlator.add_external({kPtprofCorrelationKind, c.correlation, c.op});
+      });
+      lost_calls = CallLog::get().take_dropped();
+    }
     uint64_t overflow_dropped = 0;
     uint64_t invalid = 0;
     for (const CompletedBuffer& b : pool_->take_completed()) {
@@ -302,6 +400,11 @@ class CuptiBackend final : public GpuBackend {
         }
         DecodedActivity a;
         ExternalCorrelationRecord x;
+        // Lean mode's API records (on only to make CUPTI give out correlation ids) add
+        // nothing the callbacks did not record.
+        if (lean_ && (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ||
+                      rec->kind == CUPTI_ACTIVITY_KIND_DRIVER))
+          continue;
         switch (decoder.decode(*rec, &a, &x)) {
           case RecordRole::Activity:
             if (a.event.device >= 0) seen_devices_.insert(a.event.device);
@@ -323,8 +426,17 @@ class CuptiBackend final : public GpuBackend {
     window.start_ns = start_ns;
     window.end_ns = end_ns;
     window.unix_offset_ns = unix_offset_ns;
-    window.clock = choose_clock(correlator, start_ns, end_ns, warnings);
-    const CorrelationStats st = correlator.finish(window, cupti_thread_ids(), trace);
+    window.clock = choose_clock(correlator, ticks, start_ns, end_ns, warnings);
+    GraphCaptureMap graphs;
+    if (lean_) {
+      GraphCaptures::get().name_from(trace);
+      graphs = GraphCaptures::get().snapshot();
+    }
+    const CorrelationStats st = correlator.finish(window, cupti_thread_ids(), trace, &graphs);
+    if (lean_) {
+      GraphCaptures::get().forget_destroyed();
+      check_correlation_ids(st, calls, warnings);
+    }
 
     trace.devices.clear();
     for (const GpuDeviceInfo& d : devices_) trace.devices.push_back(d.props);
@@ -332,27 +444,40 @@ class CuptiBackend final : public GpuBackend {
     trace.metadata["cuda_runtime_version"] = std::to_string(api_.runtime_version());
     trace.metadata["cuda_driver_version"] = std::to_string(api_.driver_version());
     trace.metadata["ptprof_gpu_clock"] =
-        window.clock.is_identity() ? "\"cupti_timestamp_callback\"" : "\"measured_offset\"";
+        window.clock.is_ours() ? "\"cupti_timestamp_callback\"" : "\"measured_offset\"";
+    trace.metadata["ptprof_cuda_tracing"] = lean_ ? "\"lean\"" : "\"classic\"";
+    if (lean_ && api_records_) trace.metadata["ptprof_cuda_launch_api_records"] = "true";
 
     const uint64_t lost = cupti_dropped + overflow_dropped;
     if (lost > 0 || refused > 0) {
       trace.metadata["ptprof_gpu_dropped_records"] = std::to_string(lost);
       trace.metadata["ptprof_gpu_buffers_refused"] = std::to_string(refused);
-      warnings->push_back(
+      warnings->emplace_back(
+          StatusCode::kResourceExhausted,
           "GPU activity records were lost: " + std::to_string(lost) + " records dropped, " +
-          std::to_string(refused) + " buffer requests refused at the cap of " +
-          size_text(options_.max_buffer_bytes) +
-          " of CUPTI buffers; the trace lacks some GPU events (shorten the window or raise "
-          "the GPU buffer cap)");
+              std::to_string(refused) + " buffer requests refused at the cap of " +
+              size_text(options_.max_buffer_bytes) +
+              " of CUPTI buffers; the trace lacks some GPU events (shorten the window or raise "
+              "the GPU buffer cap)");
+    }
+    if (lost_calls > 0) {
+      trace.metadata["ptprof_gpu_lost_calls"] = std::to_string(lost_calls);
+      warnings->emplace_back(StatusCode::kResourceExhausted,
+                             std::to_string(lost_calls) +
+                          " runtime/driver calls could not be recorded (the call log's cap of " +
+                          size_text(call_log_cap() * sizeof(HostCall) * CallLog::kChunkCalls) +
+                          "); their GPU work lacks its launch and op");
     }
     if (invalid > 0) {
-      warnings->push_back(std::to_string(invalid) +
-                          " CUPTI buffers ended in an incomplete or invalid record");
+      warnings->emplace_back(
+          StatusCode::kDataLoss,
+          std::to_string(invalid) + " CUPTI buffers ended in an incomplete or invalid record");
     }
     if (st.gpu_starts_before_launch > 0) {
-      warnings->push_back(std::to_string(st.gpu_starts_before_launch) +
-                          " GPU activities start before the call that launched them: CUPTI's "
-                          "clock and ptprof's disagree");
+      warnings->emplace_back(StatusCode::kDataLoss,
+                             std::to_string(st.gpu_starts_before_launch) +
+                                 " GPU activities start before the call that launched them: "
+                                 "CUPTI's clock and ptprof's disagree");
     }
     if (decoder.unknown_records() > 0) {
       trace.metadata["ptprof_gpu_unknown_records"] = std::to_string(decoder.unknown_records());
@@ -362,6 +487,11 @@ class CuptiBackend final : public GpuBackend {
   void disable() override {
     if (!enabled_) return;
     enabled_ = false;
+    unsubscribe();
+    if (api_records_) {
+      for (const auto& [domain, cbid] : launch_cbids_) api_.enable_api_record(domain, cbid, false);
+      api_records_ = false;
+    }
     disable_kinds();
     // Hands back every buffer CUPTI still holds, so the pool owns all of them again.
     api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -369,8 +499,12 @@ class CuptiBackend final : public GpuBackend {
     pool_->trim();
   }
 
-  CorrelationHook push_hook() override { return &push_correlation; }
-  CorrelationHook pop_hook() override { return &pop_correlation; }
+  CorrelationHook push_hook() override { return lean_ ? &lean::push_op : &push_correlation; }
+  CorrelationHook pop_hook() override { return lean_ ? &lean::pop_op : &pop_correlation; }
+  void set_open_ops_hook(OpenOpsHook hook) override {
+    open_ops_hook_ = hook;
+    if (subscribed_) lean::set_callback_context(&api_, hook);
+  }
 
  private:
   std::string check_availability() {
@@ -399,8 +533,9 @@ class CuptiBackend final : public GpuBackend {
       GpuDeviceInfo info;
       const cudaError_t e = api_.device_info(i, &info);
       if (e != cudaSuccess) {
-        pending_warnings_.push_back("cudaGetDeviceProperties(" + std::to_string(i) +
-                                    ") failed: " + api_.cuda_error_string(e));
+        pending_warnings_.emplace_back(StatusCode::kUnavailable,
+                                       "cudaGetDeviceProperties(" + std::to_string(i) +
+                                           ") failed: " + api_.cuda_error_string(e));
         continue;
       }
       info.props.id = i;
@@ -414,6 +549,80 @@ class CuptiBackend final : public GpuBackend {
     enabled_kinds_.clear();
   }
 
+  std::size_t call_log_cap() const {
+    const std::size_t chunk = sizeof(HostCall) * CallLog::kChunkCalls;
+    return std::max(kReservedCallChunks, options_.max_buffer_bytes / chunk);
+  }
+
+  // Lean: the callbacks on the launch calls and on graph nodes, the call log filled ahead.
+  Status enable_callbacks() {
+    CallLog::get().reserve(kReservedCallChunks, call_log_cap());
+    lean::reset_op_stacks();
+    lean::set_callback_context(&api_, open_ops_hook_);
+    if (launch_cbids_.empty()) launch_cbids_ = lean::launch_callbacks(api_);
+    std::size_t on = 0;
+    CUptiResult last = CUPTI_SUCCESS;
+    for (const auto& [domain, cbid] : launch_cbids_) {
+      const CUptiResult r = api_.enable_callback(subscriber_, domain, cbid, true);
+      if (r == CUPTI_SUCCESS) {
+        ++on;
+      } else {
+        last = r;
+      }
+    }
+    if (on == 0) {
+      return unavailable("CUPTI's callbacks on the CUDA launch calls could not be enabled (" +
+                         (launch_cbids_.empty() ? std::string("CUPTI names no launch call")
+                                                : api_.result_string(last)) +
+                         "); Options::cuda_tracing = CudaTracing::Classic does without them");
+    }
+    if (on < launch_cbids_.size()) {
+      pending_warnings_.emplace_back(
+          StatusCode::kUnavailable,
+          std::to_string(launch_cbids_.size() - on) + " of CUPTI's " +
+          std::to_string(launch_cbids_.size()) + " launch-call callbacks could not be enabled (" +
+          api_.result_string(last) + "); GPU work those calls launch lacks its launch and op");
+    }
+    for (CUpti_CallbackId cbid : lean::graph_callbacks()) {
+      if (api_.enable_callback(subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid, true) !=
+          CUPTI_SUCCESS) {
+        pending_warnings_.emplace_back(
+            StatusCode::kUnavailable,
+            "CUPTI's CUDA graph node callbacks could not be enabled: kernels replayed by a graph "
+            "launch are attributed to the launch's op, not to the op that captured them");
+        break;
+      }
+    }
+    if (api_records_) {
+      for (const auto& [domain, cbid] : launch_cbids_) api_.enable_api_record(domain, cbid, true);
+    }
+    return ok_status();
+  }
+
+  void unsubscribe() {
+    if (!subscribed_) return;
+    api_.unsubscribe(subscriber_);
+    subscriber_ = nullptr;
+    subscribed_ = false;
+    lean::set_callback_context(nullptr, nullptr);
+  }
+
+  // CUPTI's docs say correlation ids are generated only with runtime or driver API records
+  // on. Where this CUPTI holds to that, no GPU record of the window matches a recorded launch:
+  // then the launch calls' API records (and those only) are turned on for the next windows.
+  void check_correlation_ids(const CorrelationStats& st, uint64_t calls,
+                             std::vector<Status>* warnings) {
+    if (api_records_ || calls == 0 || st.gpu_ops == 0 || st.gpu_with_launch > 0) return;
+    api_records_ = true;
+    for (const auto& [domain, cbid] : launch_cbids_) api_.enable_api_record(domain, cbid, true);
+    warnings->emplace_back(
+        StatusCode::kDataLoss,
+        "none of the window's " + std::to_string(st.gpu_ops) +
+        " GPU activities carries the correlation id of a launch ptprof's callbacks saw (CUPTI "
+        "gives them out only with API records on, as its docs say): API records of the launch "
+        "calls are on from the next window, which links them");
+  }
+
   bool measure(ClockPair* p) {
     return measure_clock_pair(
         &now_ns, [this](uint64_t* ts) { return api_.get_timestamp(ts) == CUPTI_SUCCESS; }, 16, p);
@@ -422,20 +631,25 @@ class CuptiBackend final : public GpuBackend {
   // Our callback normally puts CUPTI on our clock. If it was refused or replaced (Kineto
   // registers its own), a map is fitted from clock pairs; the runtime calls, timestamped on
   // the CPU, then show which of the two candidates puts them inside the window.
-  GpuClock choose_clock(const Correlator& c, int64_t start_ns, int64_t end_ns,
-                        std::vector<std::string>* warnings) {
+  GpuClock choose_clock(const Correlator& c, const TickConverter& ticks, int64_t start_ns,
+                        int64_t end_ns, std::vector<Status>* warnings) {
+    const GpuClock ours = lean_ ? GpuClock::from_ticks(ticks) : GpuClock::identity();
     ClockPair end_pair;
     const bool have_end = measure(&end_pair);
-    if (timestamp_callback_ && have_end && same_clock(end_pair, kSameClockToleranceNs))
-      return GpuClock::identity();
-    if (!have_end) return GpuClock::identity();
+    if (timestamp_callback_ && have_end) {
+      ClockPair mapped = end_pair;
+      mapped.cupti_ns = static_cast<uint64_t>(ours.to_cpu(end_pair.cupti_ns));
+      if (same_clock(mapped, kSameClockToleranceNs)) return ours;
+    }
+    if (!have_end) return ours;
     const GpuClock fitted = have_start_pair_ ? GpuClock::from_pairs(start_pair_, end_pair)
                                              : GpuClock::from_pair(end_pair);
-    const std::size_t with_identity = c.api_calls_within(GpuClock::identity(), start_ns, end_ns);
+    const std::size_t with_ours = c.api_calls_within(ours, start_ns, end_ns);
     const std::size_t with_fitted = c.api_calls_within(fitted, start_ns, end_ns);
-    if (with_identity > with_fitted) return GpuClock::identity();
+    if (with_ours > with_fitted) return ours;
     if (timestamp_callback_) {
-      warnings->push_back(
+      warnings->emplace_back(
+          StatusCode::kDataLoss,
           "CUPTI's timestamps are not on ptprof's clock (another profiler replaced CUPTI's "
           "timestamp callback?); GPU times were aligned with a measured clock offset");
     }
@@ -444,6 +658,12 @@ class CuptiBackend final : public GpuBackend {
 
   const GpuOptions options_;
   CuptiApi& api_;
+  const bool lean_ = options_.tracing == CudaTracing::Lean;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  bool subscribed_ = false;
+  OpenOpsHook open_ops_hook_ = nullptr;
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> launch_cbids_;
+  bool api_records_ = false;  // lean: API records of the launch calls, for correlation ids
   bool checked_ = false;
   std::string reason_;
   uint32_t version_ = 0;
@@ -454,7 +674,7 @@ class CuptiBackend final : public GpuBackend {
   std::vector<CUpti_ActivityKind> enabled_kinds_;
   std::vector<GpuDeviceInfo> devices_;
   std::set<int32_t> seen_devices_;
-  std::vector<std::string> pending_warnings_;
+  std::vector<Status> pending_warnings_;
   ClockPair start_pair_;
   bool have_start_pair_ = false;
 };

@@ -24,6 +24,17 @@ uint8_t* BufferPool::allocate() const {
   return static_cast<uint8_t*>(std::aligned_alloc(kAlign, buffer_size_));
 }
 
+void BufferPool::reserve(std::size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  n = std::min(n, max_buffers_);
+  while (pooled_.size() < n) {
+    uint8_t* b = allocate();
+    if (b == nullptr) return;
+    pooled_.insert(b);
+    free_.push_back(b);
+  }
+}
+
 void BufferPool::request(uint8_t** buffer, std::size_t* size) {
   *buffer = nullptr;
   *size = 0;

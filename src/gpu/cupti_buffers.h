@@ -35,6 +35,9 @@ class BufferPool {
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
+  // Allocates buffers up front until `n` exist (within the cap), so that CUPTI's requests
+  // during a step are served without allocating.
+  void reserve(std::size_t n);
   // bufferRequested: *buffer null and *size 0 when refused.
   void request(uint8_t** buffer, std::size_t* size);
   // bufferCompleted. Returns false for a buffer this pool did not hand out (left alone).

@@ -25,6 +25,13 @@ bool measure_clock_pair(const std::function<int64_t()>& cpu,
   return any;
 }
 
+GpuClock GpuClock::from_ticks(const TickConverter& ticks) {
+  GpuClock c;
+  c.ticks_ = true;
+  c.ticks_map_ = ticks;
+  return c;
+}
+
 GpuClock GpuClock::from_pair(const ClockPair& a) {
   GpuClock c;
   c.identity_ = false;
@@ -47,6 +54,7 @@ GpuClock GpuClock::from_pairs(const ClockPair& a, const ClockPair& b) {
 }
 
 int64_t GpuClock::to_cpu(uint64_t cupti_ns) const {
+  if (ticks_) return ticks_map_.to_ns(static_cast<int64_t>(cupti_ns));
   if (identity_) return static_cast<int64_t>(cupti_ns);
   // Exact integer arithmetic for the common offset-only case.
   if (rate_ == 1.0) return cpu_base_ + static_cast<int64_t>(cupti_ns - cupti_base_);
@@ -55,6 +63,7 @@ int64_t GpuClock::to_cpu(uint64_t cupti_ns) const {
 }
 
 int64_t GpuClock::duration_to_cpu(uint64_t cupti_duration) const {
+  if (ticks_) return ticks_map_.to_ns(static_cast<int64_t>(cupti_duration)) - ticks_map_.to_ns(0);
   if (identity_ || rate_ == 1.0) return static_cast<int64_t>(cupti_duration);
   return static_cast<int64_t>(std::llround(static_cast<double>(cupti_duration) * rate_));
 }

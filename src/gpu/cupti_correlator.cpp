@@ -37,7 +37,7 @@ std::size_t Correlator::api_calls_within(const GpuClock& clock, int64_t start_ns
                                          int64_t end_ns) const {
   std::size_t n = 0;
   for (const DecodedActivity& a : activities_) {
-    if (!is_api(a.event.kind)) continue;
+    if (!is_api(a.event.kind) || a.host_clock) continue;
     const int64_t t = clock.to_cpu(static_cast<uint64_t>(a.event.start_ns));
     n += t >= start_ns && t <= end_ns;
   }
@@ -46,7 +46,7 @@ std::size_t Correlator::api_calls_within(const GpuClock& clock, int64_t start_ns
 
 CorrelationStats Correlator::finish(const CorrelationWindow& w,
                                     const std::unordered_map<uint32_t, int64_t>& threads,
-                                    Trace& trace) {
+                                    Trace& trace, const GraphCaptureMap* graphs) {
   CorrelationStats st;
   st.foreign_external = foreign_external_;
   const std::size_t n = activities_.size();
@@ -54,6 +54,7 @@ CorrelationStats Correlator::finish(const CorrelationWindow& w,
 
   // Times onto our clock (still monotonic; the Unix offset is added when appending).
   for (DecodedActivity& a : activities_) {
+    if (a.host_clock) continue;
     const uint64_t raw_start = static_cast<uint64_t>(a.event.start_ns);
     a.event.start_ns = w.clock.to_cpu(raw_start);
     a.event.duration_ns =
@@ -86,6 +87,23 @@ CorrelationStats Correlator::finish(const CorrelationWindow& w,
   auto op_of = [&](uint32_t correlation) -> uint64_t {
     auto it = external_.find(correlation);
     return it == external_.end() ? 0 : it->second;
+  };
+  // Graph nodes of this trace: one entry per node (and per graph, for whole-graph records).
+  std::unordered_map<uint64_t, int32_t> graph_index;
+  auto graph_node = [&](const DecodedActivity& a, const GraphCapture* c) -> int32_t {
+    const uint64_t key = a.graph_launch ? (uint64_t{1} << 63) | a.graph_id : a.graph_node;
+    auto [it, fresh] = graph_index.try_emplace(key, 0);
+    if (!fresh) return it->second;
+    GraphNodeInfo g;
+    g.graph_id = a.graph_id;
+    g.node_id = a.graph_launch ? 0 : a.graph_node;
+    if (c != nullptr && c->named) {
+      g.captured_by = trace.intern(c->captured_by);
+      for (const std::string& r : c->ranges) g.capture_ranges.push_back(trace.intern(r));
+    }
+    it->second = static_cast<int32_t>(trace.graph_nodes.size());
+    trace.graph_nodes.push_back(std::move(g));
+    return it->second;
   };
 
   std::vector<uint8_t> keep(n, 0);
@@ -135,8 +153,10 @@ CorrelationStats Correlator::finish(const CorrelationWindow& w,
     switch (e.kind) {
       case EventKind::CudaRuntime:
       case EventKind::CudaDriver: {
-        auto t = threads.find(a.raw_thread);
-        if (t != threads.end()) e.tid = t->second;
+        if (!a.host_clock) {
+          auto t = threads.find(a.raw_thread);
+          if (t != threads.end()) e.tid = t->second;
+        }
         e.external_id = op_of(corr);
         e.flow_start = a.launch && api_has_gpu[i];
         (e.kind == EventKind::CudaRuntime ? st.runtime_calls : st.driver_calls)++;
@@ -146,7 +166,22 @@ CorrelationStats Correlator::finish(const CorrelationWindow& w,
       case EventKind::Memcpy:
       case EventKind::Memset:
       case EventKind::CudaSync: {
-        e.external_id = op_of(corr);
+        // The op the launch was in: its user ranges are what the work ran under.
+        const uint64_t launch_op = op_of(corr);
+        e.external_id = launch_op;
+        if (a.graph_node != 0 || a.graph_launch) {
+          const GraphCapture* c = nullptr;
+          if (graphs != nullptr && !a.graph_launch) {
+            auto g = graphs->find(a.graph_node);
+            if (g != graphs->end()) c = &g->second;
+          }
+          e.graph_node = graph_node(a, c);
+          ++st.graph_work;
+          if (c != nullptr && !c->ops.empty() && op_index.count(c->ops.back()) != 0) {
+            e.external_id = c->ops.back();
+            ++st.graph_work_captured;
+          }
+        }
         if (e.kind == EventKind::CudaSync) {
           auto d = context_device.find(a.context);
           e.device = d == context_device.end() ? 0 : d->second;
@@ -165,9 +200,9 @@ CorrelationStats Correlator::finish(const CorrelationWindow& w,
         if (e.kind == EventKind::Memcpy) ++st.memcpys;
         if (e.kind == EventKind::Memset) ++st.memsets;
         if (launch_of[i] != SIZE_MAX) ++st.gpu_with_launch;
-        auto op = e.external_id != 0 ? op_index.find(e.external_id) : op_index.end();
+        if (e.external_id != 0 && op_index.count(e.external_id) != 0) ++st.gpu_with_op;
+        auto op = launch_op != 0 ? op_index.find(launch_op) : op_index.end();
         if (op == op_index.end()) break;
-        ++st.gpu_with_op;
         for (int64_t p = op->second; p >= 0; p = trace.events[p].parent) {
           if (!projects_onto_gpu(trace.events[p])) continue;
           auto [s, fresh] =

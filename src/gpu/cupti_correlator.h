@@ -7,7 +7,13 @@
 // - GPU activity and call -> CPU op: the ExternalCorrelation record of our kind (CUSTOM2)
 //   holds the id on top of the calling thread's stack, i.e. the innermost op.
 // - user range -> GPU: a gpu_user_annotation span per (device, stream) over the GPU work of
-//   the range's op subtree (not for ProfilerStep#N, which TensorBoard would count twice).
+//   the range's op subtree.
+// - GPU work a CUDA graph launch replayed -> the op that captured its node (GraphCaptures):
+//   its External id becomes that op's where the op is in the trace (so per-op device time
+//   counts it there), and the node and its capture are written as args. The ranges it is
+//   projected onto stay those around the launch: that is when it ran.
+// Lean mode's calls come timed by ptprof's callback (DecodedActivity::host_clock) and their op
+// as an external-correlation pair of our kind, so both modes join the same way.
 // Records arrive in buffers in any order (and per-thread buffers reorder them further), so
 // everything is collected first and joined in finish().
 //
@@ -23,6 +29,7 @@
 
 #include "gpu/cupti_clock.h"
 #include "gpu/cupti_decode.h"
+#include "gpu/cupti_graphs.h"
 #include "ptprof/trace.h"
 
 namespace ptprof::detail {
@@ -48,6 +55,8 @@ struct CorrelationStats {
   uint64_t gpu_with_launch = 0;           // whose runtime/driver call is in the trace
   uint64_t gpu_with_op = 0;               // whose External id is a CPU op of the trace
   uint64_t gpu_starts_before_launch = 0;  // clocks disagree: should stay 0
+  uint64_t graph_work = 0;                // run by a CUDA graph launch
+  uint64_t graph_work_captured = 0;       // of which the capturing op is in the trace
   uint64_t outside_window = 0;            // records left out: another window's
   uint64_t foreign_external = 0;          // external-correlation records of other kinds
 };
@@ -62,9 +71,11 @@ class Correlator {
   std::size_t api_calls_within(const GpuClock& clock, int64_t start_ns, int64_t end_ns) const;
 
   // Joins and appends to `trace`, whose CPU events (cpu_op / user_annotation, External id =
-  // op id) must already be there. `threads` maps CUPTI's thread id to the OS thread id.
+  // op id) must already be there. `threads` maps CUPTI's thread id to the OS thread id;
+  // `graphs` (may be null) tells which op captured each CUDA graph node.
   CorrelationStats finish(const CorrelationWindow& window,
-                          const std::unordered_map<uint32_t, int64_t>& threads, Trace& trace);
+                          const std::unordered_map<uint32_t, int64_t>& threads, Trace& trace,
+                          const GraphCaptureMap* graphs = nullptr);
 
  private:
   std::vector<DecodedActivity> activities_;

@@ -293,6 +293,8 @@ DecodedActivity ActivityDecoder::kernel(const CUpti_ActivityKernel10& k) {
   ki.warps_per_sm = occ.warps_per_sm;
   ki.occupancy_pct = occ.occupancy_pct;
   d.context = k.contextId;
+  d.graph_id = k.graphId;
+  d.graph_node = k.graphNodeId;
   return d;
 }
 
@@ -321,6 +323,8 @@ DecodedActivity ActivityDecoder::copy(const Copy& m) {
   e.transfer.src_kind = m.srcKind;
   e.transfer.dst_kind = m.dstKind;
   d.context = m.contextId;
+  d.graph_id = m.graphId;
+  d.graph_node = m.graphNodeId;
   return d;
 }
 
@@ -348,6 +352,8 @@ DecodedActivity ActivityDecoder::memset(const CUpti_ActivityMemset4& m) {
   e.transfer.context = m.contextId;
   e.transfer.dst_kind = static_cast<uint8_t>(m.memoryKind);
   d.context = m.contextId;
+  d.graph_id = m.graphId;
+  d.graph_node = m.graphNodeId;
   return d;
 }
 
@@ -386,6 +392,52 @@ DecodedActivity ActivityDecoder::sync(const CUpti_ActivitySynchronization2& s) {
   e.tid = no_stream ? 1 : static_cast<int64_t>(s.streamId);
   e.correlation = s.correlationId;
   d.context = s.contextId;  // device resolved by the correlator from the context
+  return d;
+}
+
+DecodedActivity ActivityDecoder::graph(const CUpti_ActivityGraphTrace2& g) {
+  DecodedActivity d;
+  Event& e = d.event;
+  // A kernel-category event, so that every reader counts the graph's span as GPU work.
+  e.kind = EventKind::Kernel;
+  const uint64_t key = (uint64_t{5} << 40) | g.graphId;
+  auto it = fixed_names_.find(key);
+  if (it == fixed_names_.end())
+    it = fixed_names_.emplace(key, trace_.intern("CUDA graph " + std::to_string(g.graphId))).first;
+  e.name = it->second;
+  e.start_ns = static_cast<int64_t>(g.start);
+  e.duration_ns = static_cast<int64_t>(g.end - g.start);
+  // INT_MAX: the graph starts (or ends) on the host; its other end names the device.
+  const uint32_t device = g.deviceId != INT_MAX ? g.deviceId : g.endDeviceId;
+  e.device = device != INT_MAX ? static_cast<int32_t>(device) : 0;
+  e.pid = e.device;
+  e.stream = g.streamId;
+  e.tid = g.streamId;
+  e.correlation = g.correlationId;
+  e.kernel.context = g.contextId != INT_MAX ? g.contextId : g.endContextId;
+  d.context = e.kernel.context;
+  d.graph_id = g.graphId;
+  d.graph_launch = true;
+  return d;
+}
+
+DecodedActivity ActivityDecoder::call(bool driver, uint32_t cbid, uint32_t correlation,
+                                      int64_t start_ns, int64_t end_ns, int64_t pid,
+                                      int64_t tid) {
+  DecodedActivity d;
+  Event& e = d.event;
+  e.kind = driver ? EventKind::CudaDriver : EventKind::CudaRuntime;
+  const ApiName& n =
+      api_name(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+  e.name = n.name;
+  e.start_ns = start_ns;
+  e.duration_ns = end_ns > start_ns ? end_ns - start_ns : 0;
+  e.pid = pid;
+  e.tid = tid;
+  e.cbid = static_cast<int32_t>(cbid);
+  e.correlation = correlation;
+  d.launch = n.launch;
+  d.host_clock = true;
   return d;
 }
 
@@ -436,6 +488,9 @@ RecordRole ActivityDecoder::decode(const CUpti_Activity& record, DecodedActivity
       return RecordRole::Activity;
     case CUPTI_ACTIVITY_KIND_OVERHEAD:
       *activity = overhead(reinterpret_cast<const CUpti_ActivityOverhead3&>(record));
+      return RecordRole::Activity;
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
+      *activity = graph(reinterpret_cast<const CUpti_ActivityGraphTrace2&>(record));
       return RecordRole::Activity;
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const auto& x = reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(record);

@@ -3,8 +3,10 @@
 //
 // Record versions read (CUDA 13 cupti_activity.h): CONCURRENT_KERNEL/KERNEL as Kernel10,
 // MEMCPY as Memcpy6, MEMCPY2 as MemcpyPtoP4, MEMSET as Memset4, RUNTIME/DRIVER as API,
-// SYNCHRONIZATION as Synchronization2, OVERHEAD as Overhead3, EXTERNAL_CORRELATION. Newer
-// CUPTI versions only append fields, so only fields present in these versions are read.
+// SYNCHRONIZATION as Synchronization2, OVERHEAD as Overhead3, GRAPH_TRACE as GraphTrace2,
+// EXTERNAL_CORRELATION. Newer CUPTI versions only append fields, so only fields present in
+// these versions are read. Lean mode's calls, timed by ptprof's callbacks, are decoded by
+// call().
 //
 // Times stay on CUPTI's clock here (the correlator maps them); names are interned into the
 // Trace the decoder was given.
@@ -27,10 +29,16 @@ namespace ptprof::detail {
 
 // A decoded activity, before correlation.
 struct DecodedActivity {
-  Event event;              // start_ns/duration_ns still on CUPTI's clock
+  Event event;              // start_ns/duration_ns still on CUPTI's clock (see host_clock)
   uint32_t context = 0;     // CUDA context (sync records know no device, only a context)
   uint32_t raw_thread = 0;  // API records: CUPTI's thread id (low 32 bits of pthread_self)
   bool launch = false;      // an API call that may start GPU work (draws an ac2g arrow)
+  // A call timed by ptprof's own callback: times on ptprof's clock, tid the OS thread's.
+  bool host_clock = false;
+  // Work a CUDA graph launch ran: the graph and the node (0 for a graph launch's own record).
+  uint32_t graph_id = 0;
+  uint64_t graph_node = 0;
+  bool graph_launch = false;  // one record for a whole graph launch (GRAPH_TRACE)
 };
 
 struct ExternalCorrelationRecord {
@@ -92,6 +100,10 @@ class ActivityDecoder {
   DecodedActivity api(const CUpti_ActivityAPI& a, bool driver);
   DecodedActivity sync(const CUpti_ActivitySynchronization2& s);
   DecodedActivity overhead(const CUpti_ActivityOverhead3& o);
+  DecodedActivity graph(const CUpti_ActivityGraphTrace2& g);
+  // A call lean mode's callback recorded (times already ptprof's, in ns).
+  DecodedActivity call(bool driver, uint32_t cbid, uint32_t correlation, int64_t start_ns,
+                       int64_t end_ns, int64_t pid, int64_t tid);
 
   // Records of kinds the decoder does not know (newer CUPTI, or not enabled by ptprof).
   uint64_t unknown_records() const { return unknown_records_; }

@@ -9,15 +9,13 @@ class NoGpuBackend final : public GpuBackend {
   std::string unavailable_reason() override {
     return "ptprof was built without CUPTI (the CUDA toolkit's CUPTI was not found at build time)";
   }
-  bool enable(std::string* error) override {
-    *error = unavailable_reason();
-    return false;
-  }
+  Status enable() override { return Status(StatusCode::kUnavailable, unavailable_reason()); }
   void begin_window(int64_t) override {}
-  void end_window(int64_t, int64_t, int64_t, Trace&, std::vector<std::string>*) override {}
+  void end_window(int64_t, int64_t, int64_t, Trace&, std::vector<Status>*) override {}
   void disable() override {}
   CorrelationHook push_hook() override { return nullptr; }
   CorrelationHook pop_hook() override { return nullptr; }
+  void set_open_ops_hook(OpenOpsHook) override {}
 };
 
 }  // namespace

@@ -24,4 +24,11 @@ inline bool is_collective_name(const char* name) {
 // Never throws.
 bool collective_args(const at::RecordFunction& fn, bool with_inputs, CollectiveInfo* out);
 
+// The default group's ("0", as torch.distributed registers it, and a C++ job with
+// c10d::register_process_group) count of collectives so far: the sequence number of a c10d op
+// about to run on it, for the flight recorder when op inputs are not recorded. False where no
+// such group is registered or its backend does not count. Takes c10d's registry lock: for
+// collectives only. Never throws.
+bool default_group_seq(int64_t* seq);
+
 }  // namespace ptprof::detail

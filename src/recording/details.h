@@ -31,6 +31,9 @@ constexpr int kMaxInputs = 64;
 constexpr int kMaxDims = 16;
 constexpr int kMaxListItems = 64;
 constexpr std::size_t kMaxDetailBytes = 16384;
+// Options::max_stack_depth's bound: a stack's depth is one byte of the format (below).
+constexpr int kMaxStackDepth = 250;
+static_assert(kMaxStackDepth <= 255, "the stack section's depth is a u8");
 
 // How a tensor input's strides are kept. Most tensors are dense, and their strides follow
 // from their sizes: storing none then halves a record's bytes, which is most of its cost.

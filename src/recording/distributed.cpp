@@ -14,6 +14,7 @@
 #include "recording/collective_args.h"
 
 #ifdef USE_DISTRIBUTED
+#include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
 #include <torch/csrc/distributed/c10d/ParamCommsUtils.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #endif
@@ -30,6 +31,9 @@ DistributedInfo distributed_info(const c10d::ProcessGroup&) {
 
 namespace detail {
 bool collective_args(const at::RecordFunction&, bool, CollectiveInfo*) {
+  return false;
+}
+bool default_group_seq(int64_t*) {
   return false;
 }
 }  // namespace detail
@@ -182,6 +186,17 @@ bool collective_args(const at::RecordFunction& fn, bool with_inputs, CollectiveI
       return param_comms_args(fn, with_inputs, out);
     return with_inputs && c10d_op_args(fn, out);
   } catch (const std::exception&) {
+    return false;
+  }
+}
+
+bool default_group_seq(int64_t* seq) {
+  try {
+    const c10::intrusive_ptr<c10d::ProcessGroup> pg = c10d::resolve_process_group("0");
+    if (!pg) return false;
+    *seq = static_cast<int64_t>(pg->getSequenceNumberForGroup());
+    return true;
+  } catch (const std::exception&) {  // none registered, or a backend that does not count
     return false;
   }
 }

@@ -28,7 +28,10 @@ bool parse_int(std::string_view v, int64_t* out) {
 
 }  // namespace
 
-std::string parse_trigger(std::string_view text, Trigger* out) {
+StatusOr<Trigger> parse_trigger(std::string_view text) {
+  auto invalid = [](std::string message) {
+    return Status(StatusCode::kInvalidArgument, std::move(message));
+  };
   Trigger t;
   int line_no = 0;
   while (!text.empty()) {
@@ -43,77 +46,84 @@ std::string parse_trigger(std::string_view text, Trigger* out) {
     const std::string where = "line " + std::to_string(line_no) + ": ";
     const auto eq = line.find('=');
     if (eq == std::string_view::npos)
-      return where + "expected KEY=VALUE, got \"" + std::string(line) + "\"";
+      return invalid(where + "expected KEY=VALUE, got \"" + std::string(line) + "\"");
     const std::string key(trim(line.substr(0, eq)));
     const std::string_view value = trim(line.substr(eq + 1));
-    t.empty = false;
-    auto number = [&](int64_t* dst, int64_t min) -> std::string {
+    t.empty = t.empty && key == "DUMP";
+    // Each key's value, or the line's error.
+    auto number = [&](int64_t* dst, int64_t min) {
       int64_t n = 0;
       if (!parse_int(value, &n) || n < min)
-        return where + key + " must be a whole number >= " + std::to_string(min) + " (got \"" +
-               std::string(value) + "\")";
+        return invalid(where + key + " must be a whole number >= " + std::to_string(min) +
+                       " (got \"" + std::string(value) + "\")");
       *dst = n;
-      return {};
+      return ok_status();
     };
-    auto flag = [&](std::optional<bool>* dst) -> std::string {
+    auto flag = [&](std::optional<bool>* dst) {
       if (value == "1" || value == "true") {
         *dst = true;
       } else if (value == "0" || value == "false") {
         *dst = false;
       } else {
-        return where + key + " must be 0 or 1 (got \"" + std::string(value) + "\")";
+        return invalid(where + key + " must be 0 or 1 (got \"" + std::string(value) + "\")");
       }
-      return {};
+      return ok_status();
     };
-    std::string err;
+    Status st;
     if (key == "STEPS") {
-      err = number(&t.steps, 1);
+      st = number(&t.steps, 1);
     } else if (key == "WARMUP") {
-      err = number(&t.warmup, 0);
+      st = number(&t.warmup, 0);
     } else if (key == "START_STEP") {
       int64_t s = 0;
-      err = number(&s, 0);
+      st = number(&s, 0);
       t.start_step = s;
     } else if (key == "ROUNDUP") {
-      err = number(&t.roundup, 1);
+      st = number(&t.roundup, 1);
     } else if (key == "OUTPUT") {
-      if (value.empty()) err = where + "OUTPUT is empty";
+      if (value.empty()) st = invalid(where + "OUTPUT is empty");
       t.output = std::string(value);
     } else if (key == "RECORD_SHAPES") {
-      err = flag(&t.record_shapes);
+      st = flag(&t.record_shapes);
     } else if (key == "PROFILE_MEMORY") {
-      err = flag(&t.profile_memory);
+      st = flag(&t.profile_memory);
     } else if (key == "WITH_STACK") {
-      err = flag(&t.with_stack);
+      st = flag(&t.with_stack);
     } else if (key == "WITH_FLOPS") {
-      err = flag(&t.with_flops);
+      st = flag(&t.with_flops);
     } else if (key == "REPORT") {
-      err = flag(&t.report);
+      st = flag(&t.report);
+    } else if (key == "DUMP") {
+      std::optional<bool> dump;
+      st = flag(&dump);
+      t.dump = dump.value_or(false);
     } else {
-      err = where + "unknown key " + key +
-            " (known: STEPS, WARMUP, START_STEP, ROUNDUP, OUTPUT, RECORD_SHAPES, PROFILE_MEMORY, "
-            "WITH_STACK, WITH_FLOPS, REPORT)";
+      st = invalid(where + "unknown key " + key +
+                   " (known: STEPS, WARMUP, START_STEP, ROUNDUP, OUTPUT, RECORD_SHAPES, "
+                   "PROFILE_MEMORY, WITH_STACK, WITH_FLOPS, REPORT, DUMP)");
     }
-    if (!err.empty()) return err;
+    if (!st.ok()) return st;
   }
-  if (t.start_step && t.roundup != 1) return "START_STEP and ROUNDUP exclude each other";
-  *out = t;
-  return {};
+  if (t.start_step && t.roundup != 1) return invalid("START_STEP and ROUNDUP exclude each other");
+  return t;
 }
 
-int64_t first_active_step(const Trigger& t, int64_t now) {
-  if (t.start_step) return *t.start_step < now ? -1 : *t.start_step;
+std::optional<int64_t> first_active_step(const Trigger& t, int64_t now) {
+  if (t.start_step) {
+    if (*t.start_step < now) return std::nullopt;
+    return *t.start_step;
+  }
   // The smallest multiple of ROUNDUP whose warmup starts at `now` or later.
   const int64_t earliest = now + t.warmup;
   return (earliest + t.roundup - 1) / t.roundup * t.roundup;
 }
 
-int demand_action(const Trigger& t, int64_t start, int64_t step) {
-  if (step < start - t.warmup) return 0;
-  if (step < start) return 1;
-  if (step < start + t.steps - 1) return 2;
-  if (step == start + t.steps - 1) return 3;
-  return 4;
+std::optional<ProfilerAction> demand_action(const Trigger& t, int64_t start, int64_t step) {
+  if (step < start - t.warmup) return ProfilerAction::NONE;
+  if (step < start) return ProfilerAction::WARMUP;
+  if (step < start + t.steps - 1) return ProfilerAction::RECORD;
+  if (step == start + t.steps - 1) return ProfilerAction::RECORD_AND_SAVE;
+  return std::nullopt;
 }
 
 int signal_number(std::string_view name) {

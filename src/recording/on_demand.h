@@ -11,6 +11,7 @@
 //                      own trace handlers)
 //   RECORD_SHAPES, PROFILE_MEMORY, WITH_STACK, WITH_FLOPS, REPORT = 0|1 (default: the
 //                      session's Options)
+//   DUMP=1             a flight recorder dump (docs/flight-recorder.md); alone, no window
 // An empty file (or one with only comments) asks for nothing.
 #pragma once
 
@@ -18,6 +19,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "base/status.h"
+#include "ptprof/schedule.h"
 
 namespace ptprof::detail {
 
@@ -28,19 +32,20 @@ struct Trigger {
   int64_t roundup = 1;
   std::string output;
   std::optional<bool> record_shapes, profile_memory, with_stack, with_flops, report;
-  bool empty = true;  // no key at all: nothing asked
+  bool dump = false;  // DUMP=1
+  bool empty = true;  // no window key: no window asked
 };
 
-// Parses the file's text. Returns "" and fills *out, or an error naming the line and the key.
-std::string parse_trigger(std::string_view text, Trigger* out);
+// Parses the file's text; a bad file is kInvalidArgument, naming the line and the key.
+StatusOr<Trigger> parse_trigger(std::string_view text);
 
-// The first active step of a window asked for while step `now` is about to run. -1 when
+// The first active step of a window asked for while step `now` is about to run; none when
 // START_STEP has already passed.
-int64_t first_active_step(const Trigger& t, int64_t now);
+std::optional<int64_t> first_active_step(const Trigger& t, int64_t now);
 
-// The action of step `step` in a window whose first active step is `start`: 0 none (before),
-// 1 warmup, 2 record, 3 record and save, 4 over (after the window).
-int demand_action(const Trigger& t, int64_t start, int64_t step);
+// The action of step `step` in a window whose first active step is `start` (NONE before its
+// warmup); none once the window is over.
+std::optional<ProfilerAction> demand_action(const Trigger& t, int64_t start, int64_t step);
 
 // A signal named "SIGUSR1", "USR1" or "10"; 0 if `name` names none.
 int signal_number(std::string_view name);

@@ -22,6 +22,9 @@
 
 #include "recording/collective_args.h"
 #include "recording/details.h"
+#include "recording/flight/collectives.h"
+#include "recording/flight/names.h"
+#include "recording/flight/rings.h"
 #include "recording/stack_capture.h"
 #include "trace/clock.h"
 #include "trace/flops.h"
@@ -77,6 +80,8 @@ struct Half {
 // ---- name interning -------------------------------------------------------------------
 // Names are interned into one process-wide table (ids never change). Each thread keeps an
 // open-addressing cache from name content to id, so the per-op cost is a hash and a memcmp.
+// Once the flight recorder has run, every name also goes to its table (flight/names.h), in id
+// order, so a ring's name ids are the recorder's.
 
 class Names {
  public:
@@ -87,7 +92,23 @@ class Names {
     names_.emplace_back(s);
     const auto id = static_cast<uint32_t>(names_.size() - 1);
     ids_.emplace(names_.back(), id);
+    if (flight_) flight::FlightNames::get().append(s);
     return id;
+  }
+  // The names interned so far go to the flight recorder's table, and every later one.
+  void share_with_flight() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (flight_) return;
+    flight_ = true;
+    flight::FlightNames& table = flight::FlightNames::get();
+    // Names the table has that the recorder has not (written to it directly, as its tests
+    // do) become the recorder's under the same ids, so the two tables agree.
+    for (uint32_t id = static_cast<uint32_t>(names_.size()); id < table.count(); ++id) {
+      const uint32_t begin = id == 0 ? 0 : table.ends()[id - 1];
+      names_.emplace_back(table.bytes() + begin, table.ends()[id] - begin);
+      ids_.emplace(names_.back(), id);
+    }
+    for (std::size_t id = table.count(); id < names_.size(); ++id) table.append(names_[id]);
   }
   // Views, not copies: the table only grows and is never freed, so they stay valid.
   std::vector<std::string_view> snapshot() {
@@ -99,6 +120,7 @@ class Names {
   std::mutex mu_;
   std::deque<std::string> names_;  // deque: stable storage for the views in ids_
   std::unordered_map<std::string_view, uint32_t> ids_;
+  bool flight_ = false;
 };
 
 Names& names() {
@@ -125,10 +147,12 @@ inline uint64_t hash_bytes(const char* p, std::size_t n) {
 // What the hot path needs to know of a name beyond its id, worked out once per name.
 constexpr uint8_t kTraitCollective = 1;  // is_collective_name: its arguments are read
 constexpr uint8_t kTraitFlops = 2;       // has_flops_formula: with_flops keeps its inputs
+constexpr uint8_t kTraitFlightCollective = 4;  // flight::is_flight_collective: the rings' log
 
 uint8_t name_traits(const char* s, std::size_t n) {
   return static_cast<uint8_t>((is_collective_name(s) ? kTraitCollective : 0) |
-                              (has_flops_formula(std::string_view(s, n)) ? kTraitFlops : 0));
+                              (has_flops_formula(std::string_view(s, n)) ? kTraitFlops : 0) |
+                              (flight::is_flight_collective(s) ? kTraitFlightCollective : 0));
 }
 
 struct Entry {
@@ -250,6 +274,8 @@ class NameCache {
 
 std::atomic<uint32_t> g_gen{0};
 std::atomic<bool> g_recording{false};
+// The flight recorder's rings are written (flight/rings.h), with or without a window.
+std::atomic<bool> g_flight{false};
 // Budget of the current window, in records (each window_bytes_per_record()).
 std::atomic<int64_t> g_window_slots_left{0};
 std::atomic<uint64_t> g_next_corr_block{0};
@@ -293,16 +319,24 @@ struct ThreadState {
   StackMemo* stack_memo = nullptr;
   int stack_memo_cap = 0;
 
+  // The flight recorder's ring of this thread (nullptr: none yet, or none free), and how many
+  // ops go by before a thread without one asks again (asking takes the rings' lock).
+  flight::ThreadRing* ring = nullptr;
+  uint32_t ring_retry = 0;
+
   // Ops that have started and not ended on this thread, innermost last. The exit callback
   // finds its record here by the RecordFunction's address instead of through an ObserverContext,
   // which would cost an allocation per op.
   struct Open {
-    Slot* slot;
+    Slot* slot;  // nullptr: in the flight recorder's ring only
     const at::RecordFunction* fn;  // identifies the op at its exit (the object lives across both)
     uint32_t gen;
     bool pushed;  // an external correlation id was pushed and must be popped
     uint64_t correlation;
+    uint32_t ring_depth;  // its depth in the ring's stack; kNotInRing
+    uint64_t log;         // a collective: its number in the rings' log + 1; 0: none
   };
+  static constexpr uint32_t kNotInRing = 0xFFFFFFFFu;
   static constexpr uint32_t kMaxOpen = 1024;
   Open open[kMaxOpen];
   uint32_t open_n = 0;
@@ -769,10 +803,64 @@ __attribute__((noinline)) void record_collective(const at::RecordFunction& fn, u
   }
 }
 
+// ---- the flight recorder's rings --------------------------------------------------------
+// The rings' records name ops by the recorder's name ids, ProfilerStep#N ranges included.
+static_assert(kStepNameId == flight::kStepName, "one id for ProfilerStep#N in both");
+
+flight::ThreadRing* flight_ring(ThreadState* ts) {
+  if (__builtin_expect(ts->ring != nullptr, 1)) return ts->ring;
+  if (ts->ring_retry > 0) {  // every ring was taken: ask again later, not at each op
+    --ts->ring_retry;
+    return nullptr;
+  }
+  ts->ring = flight::Rings::get().this_thread(ts->logical_tid);
+  if (ts->ring == nullptr) ts->ring_retry = 4096;
+  return ts->ring;
+}
+
+uint32_t intern_name(std::string_view s) {
+  return names().intern(s);
+}
+
+// A collective enters the rings' log with its group and sequence number (its arguments read
+// as the window reads them; without op inputs, the default group's count).
+__attribute__((noinline)) flight::CollectiveMark flight_collective(const at::RecordFunction& fn,
+                                                                   uint32_t name_id,
+                                                                   uint64_t correlation,
+                                                                   int64_t start, uint32_t tid) {
+  CollectiveInfo info;
+  const bool known = is_collective_name(fn.name()) &&
+                     collective_args(fn, g_capture_inputs.load(kRelaxed), &info);
+  return flight::enter_collective(fn.name(), name_id, known ? &info : nullptr, &intern_name,
+                                  correlation, start, tid, static_cast<uint8_t>(fn.scope()));
+}
+
+// The op enters its thread's ring (its stack of open ops); `*o` remembers where.
+inline void flight_enter(ThreadState* ts, const at::RecordFunction& fn, uint32_t name_id,
+                         uint8_t traits, int64_t step, ThreadState::Open* o, int64_t start) {
+  flight::ThreadRing* r = flight_ring(ts);
+  if (__builtin_expect(r == nullptr, 0)) return;
+  uint32_t group = flight::kNoName;
+  int64_t aux = name_id == kStepNameId ? step : -1;
+  uint8_t flags = fn.isAsync() ? flight::kAsync : 0;
+  if (__builtin_expect(traits & kTraitFlightCollective, 0)) {
+    const flight::CollectiveMark m = flight_collective(
+        fn, name_id, o->correlation, start, static_cast<uint32_t>(ts->os_tid));
+    group = m.group;
+    aux = m.seq;
+    flags |= m.flags;
+    o->log = m.log + 1;
+  }
+  o->ring_depth = r->depth();
+  r->push(name_id, group, aux, static_cast<uint8_t>(fn.scope()), flags, o->correlation, start);
+}
+
 // ---- the callbacks ---------------------------------------------------------------------
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
-  if (!g_recording.load(std::memory_order_relaxed)) return nullptr;
+  const bool window = g_recording.load(std::memory_order_relaxed);
+  const bool flight = g_flight.load(std::memory_order_relaxed);
+  if (!window && !flight) return nullptr;
   ThreadState* ts = tl_state;
   if (__builtin_expect(ts == nullptr, 0)) {
     ts = register_thread();
@@ -798,39 +886,54 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
       if (o.pushed) push(o.correlation);
     }
   }
-  const uint32_t g = g_gen.load(std::memory_order_acquire);
-  if (__builtin_expect(ts->seen_gen != g, 0)) ts->rotate(g);
-  Slot* s = ts->next_slot();
-  if (__builtin_expect(s == nullptr, 0)) {
-    ts->dropped.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
+  uint32_t g = kNoGen;
+  Slot* s = nullptr;
+  if (window) {
+    g = g_gen.load(std::memory_order_acquire);
+    if (__builtin_expect(ts->seen_gen != g, 0)) ts->rotate(g);
+    s = ts->next_slot();
+    if (__builtin_expect(s == nullptr, 0)) {
+      ts->dropped.fetch_add(1, std::memory_order_relaxed);
+      if (!flight) return nullptr;
+    }
   }
   uint8_t traits;
-  s->name_id = ts->names.lookup(fn.name(), &traits);
-  s->scope = static_cast<uint8_t>(fn.scope());
-  s->flags = fn.isAsync() ? kFlagAsync : 0;
-  s->seq_nr = fn.seqNr();
-  if (__builtin_expect(s->name_id == kStepNameId, 0)) s->seq_nr = ts->names.last_step();
-  s->fwd_tid = fn.forwardThreadId();
-  s->correlation = ts->next_correlation();
-  s->end.store(0, std::memory_order_relaxed);
-  if (__builtin_expect(traits & kTraitCollective, 0)) record_collective(fn, g, s->correlation);
+  const uint32_t name_id = ts->names.lookup(fn.name(), &traits);
+  const uint64_t correlation = ts->next_correlation();
   CorrelationHook push = g_push_hook.load(std::memory_order_relaxed);
-  if (g_capture_any_details.load(kRelaxed)) {
-    // A stack starts here, at on_enter's caller: ptprof's frames below are not unwound.
-    UnwindStart here;
-    unwind_start_here(&here);
-    record_details(ts, s, fn, traits, here);
+  ThreadState::Open o{s, &fn, g, push != nullptr, correlation, ThreadState::kNotInRing, 0};
+  if (s != nullptr) {
+    s->name_id = name_id;
+    s->scope = static_cast<uint8_t>(fn.scope());
+    s->flags = fn.isAsync() ? kFlagAsync : 0;
+    s->seq_nr = fn.seqNr();
+    if (__builtin_expect(name_id == kStepNameId, 0)) s->seq_nr = ts->names.last_step();
+    s->fwd_tid = fn.forwardThreadId();
+    s->correlation = correlation;
+    s->end.store(0, std::memory_order_relaxed);
+    if (__builtin_expect(traits & kTraitCollective, 0)) record_collective(fn, g, correlation);
+    if (g_capture_any_details.load(kRelaxed)) {
+      // A stack starts here, at on_enter's caller: ptprof's frames below are not unwound.
+      UnwindStart here;
+      unwind_start_here(&here);
+      record_details(ts, s, fn, traits, here);
+    }
+    // The reporter's slot can only change between outermost ops (thread-local state is
+    // swapped at task boundaries: autograd graph tasks, at::launch), so nested ops skip the
+    // check.
+    if (__builtin_expect(g_capture_memory.load(std::memory_order_relaxed), 0) &&
+        ts->open_n == 0) {
+      ensure_memory_reporter();
+    }
   }
-  // The reporter's slot can only change between outermost ops (thread-local state is swapped
-  // at task boundaries: autograd graph tasks, at::launch), so nested ops skip the check.
-  if (__builtin_expect(g_capture_memory.load(std::memory_order_relaxed), 0) && ts->open_n == 0) {
-    ensure_memory_reporter();
+  if (push) push(correlation);
+  const int64_t start = now_ticks();
+  if (flight) flight_enter(ts, fn, name_id, traits, ts->names.last_step(), &o, start);
+  ts->open[ts->open_n++] = o;
+  if (s != nullptr) {
+    s->start = start;
+    ts->publish();
   }
-  ts->open[ts->open_n++] = ThreadState::Open{s, &fn, g, push != nullptr, s->correlation};
-  if (push) push(s->correlation);
-  s->start = now_ticks();
-  ts->publish();
   return nullptr;
 }
 
@@ -857,8 +960,7 @@ void record_memory(void* ptr, int64_t bytes, std::size_t total_allocated,
   s->seq_nr = static_cast<int64_t>(total_allocated);
   s->fwd_tid = static_cast<uint64_t>(total_reserved);
   s->flags = 0;
-  s->name_id = (static_cast<uint32_t>(static_cast<uint8_t>(device.type())) << 8) |
-               static_cast<uint8_t>(device.index() + 1);
+  s->name_id = pack_memory_device(static_cast<uint8_t>(device.type()), device.index());
   s->scope = kScopeMemory;
   ts->publish();
 }
@@ -882,13 +984,47 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
       if (ts->open[i].pushed) pop(0);
   }
   ts->open_n = k;
+  if (o.ring_depth != ThreadState::kNotInRing) {
+    // What lies above it in the ring's stack was abandoned, as here.
+    ts->ring->pop_to(o.ring_depth, t);
+    if (o.log != 0) flight::leave_collective(flight::CollectiveMark{0, 0, 0, o.log - 1}, t);
+  }
   // A record of a window that has closed may be in a buffer that is being reused.
-  if (g_gen.load(std::memory_order_acquire) != o.gen) return;
+  if (o.slot == nullptr || g_gen.load(std::memory_order_acquire) != o.gen) return;
   o.slot->end.store(t, std::memory_order_relaxed);
 }
 
 std::mutex g_install_mu;
 at::CallbackHandle g_handle = 0;
+bool g_window_installed = false;  // install() until uninstall(); under g_install_mu
+
+// (Re)registers the callback for `capture`, unless it is registered for the same. Under
+// g_install_mu.
+void register_callback(const CaptureOptions& capture) {
+  calibrate_clock();
+  const bool same = g_handle != 0 && g_capture_inputs.load() == capture.inputs &&
+                    g_inputs_for_flops_only.load() == capture.inputs_for_flops_only &&
+                    g_capture_stacks.load() == capture.stacks &&
+                    g_stack_depth.load() == std::max(1, std::min(capture.stack_depth, 250));
+  if (same) return;
+  if (g_handle != 0) at::removeCallback(g_handle);
+  // The capture flags change only while no callback of ours is registered.
+  g_capture_inputs.store(capture.inputs);
+  g_inputs_for_flops_only.store(capture.inputs && capture.inputs_for_flops_only);
+  g_capture_stacks.store(capture.stacks);
+  g_stack_depth.store(std::max(1, std::min(capture.stack_depth, 250)));
+  g_capture_any_details.store(capture.inputs || capture.stacks);
+  if (capture.stacks) warm_up_stack_capture();  // first-use costs outside the window
+  g_handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(&on_enter, &on_exit).needsInputs(capture.inputs));
+}
+
+void unregister_callback() {
+  if (g_handle != 0) {
+    at::removeCallback(g_handle);
+    g_handle = 0;
+  }
+}
 
 }  // namespace
 
@@ -907,23 +1043,8 @@ std::size_t Recorder::window_bytes_per_record() {
 
 void Recorder::install(const CaptureOptions& capture) {
   std::lock_guard<std::mutex> lock(g_install_mu);
-  calibrate_clock();
-  const bool same = g_handle != 0 && g_capture_inputs.load() == capture.inputs &&
-                    g_inputs_for_flops_only.load() == capture.inputs_for_flops_only &&
-                    g_capture_stacks.load() == capture.stacks &&
-                    g_stack_depth.load() == std::max(1, std::min(capture.stack_depth, 250));
-  if (!same) {
-    if (g_handle != 0) at::removeCallback(g_handle);
-    // The capture flags change only while no callback of ours is registered.
-    g_capture_inputs.store(capture.inputs);
-    g_inputs_for_flops_only.store(capture.inputs && capture.inputs_for_flops_only);
-    g_capture_stacks.store(capture.stacks);
-    g_stack_depth.store(std::max(1, std::min(capture.stack_depth, 250)));
-    g_capture_any_details.store(capture.inputs || capture.stacks);
-    if (capture.stacks) warm_up_stack_capture();  // first-use costs outside the window
-    g_handle = at::addGlobalCallback(
-        at::RecordFunctionCallback(&on_enter, &on_exit).needsInputs(capture.inputs));
-  }
+  register_callback(capture);
+  g_window_installed = true;
   g_capture_memory.store(capture.memory, std::memory_order_relaxed);
   if (capture.memory) {
     ensure_memory_reporter();  // the installing thread; others on their first op
@@ -935,12 +1056,30 @@ void Recorder::install(const CaptureOptions& capture) {
 void Recorder::uninstall() {
   std::lock_guard<std::mutex> lock(g_install_mu);
   g_recording.store(false, std::memory_order_relaxed);
-  if (g_handle != 0) {
-    at::removeCallback(g_handle);
-    g_handle = 0;
-  }
+  g_window_installed = false;
+  // The flight recorder keeps the callback, without the window's inputs and stacks.
+  if (g_flight.load())
+    register_callback(CaptureOptions{});
+  else
+    unregister_callback();
   g_capture_memory.store(false, std::memory_order_relaxed);
   remove_memory_reporter();
+}
+
+void Recorder::set_flight(bool on) {
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  if (on) {
+    names().share_with_flight();
+    g_flight.store(true);
+    if (!g_window_installed) register_callback(CaptureOptions{});
+  } else {
+    g_flight.store(false);
+    if (!g_window_installed) unregister_callback();
+  }
+}
+
+bool Recorder::flight() const {
+  return g_flight.load(std::memory_order_relaxed);
 }
 
 bool Recorder::installed() const {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu/gpu_backend.h"
 #include "ptprof/event.h"
 #include "trace/clock.h"
 
@@ -24,8 +25,8 @@ namespace ptprof::detail {
 
 // One recorded op or range, as collected (plain copy of the hot-path record). A memory
 // record (scope == kScopeMemory) uses bytes (negative: a free) and reuses the others:
-// correlation = address, seq_nr = total allocated, fwd_tid = total reserved, name_id = device
-// type << 8 | (device index + 1).
+// correlation = address, seq_nr = total allocated, fwd_tid = total reserved, name_id = its
+// device (pack_memory_device).
 struct RawRecord {
   int64_t start;  // ticks (see clock.h)
   int64_t end;    // ticks; 0: had not ended when the window closed
@@ -48,6 +49,19 @@ constexpr uint8_t kScopeMemory = 0xFE;
 constexpr uint64_t kNoDetails = ~uint64_t{0};
 // name_id of a "ProfilerStep#N" range, whose N is in RawRecord::seq_nr (never interned).
 constexpr uint32_t kStepNameId = 0xFFFFFFFEu;
+
+// A memory record's device (c10::DeviceType, index; -1: none), in its name_id.
+struct MemoryDevice {
+  int8_t type;
+  int8_t index;
+};
+inline uint32_t pack_memory_device(uint8_t type, int8_t index) {
+  return (uint32_t{type} << 8) | static_cast<uint8_t>(index + 1);
+}
+inline MemoryDevice unpack_memory_device(uint32_t name_id) {
+  return {static_cast<int8_t>(name_id >> 8),
+          static_cast<int8_t>(static_cast<int>(name_id & 0xff) - 1)};
+}
 
 // What the callback captures beyond the fixed record.
 struct CaptureOptions {
@@ -76,9 +90,6 @@ struct Collected {
   uint64_t dropped_memory = 0;          // memory events
 };
 
-// Hooks for the GPU side: push/pop a CPU op's id as CUPTI external correlation.
-using CorrelationHook = void (*)(uint64_t id);
-
 class Recorder {
  public:
   static Recorder& get();
@@ -86,6 +97,10 @@ class Recorder {
   // Registers the RecordFunction callback (again, if the capture options changed).
   void install(const CaptureOptions& capture);
   void uninstall();
+  // The flight recorder's rings (flight/rings.h, sized by FlightRecorder::start) written by
+  // the callback, with or without a window: it stays registered while they are.
+  void set_flight(bool on);
+  bool flight() const;
   bool installed() const;
 
   // Opens a window: whatever was recorded before (warmup) is discarded.
@@ -95,6 +110,7 @@ class Recorder {
   // Closes without collecting (discard).
   void discard_window();
 
+  // The GPU backend's (gpu_backend.h); nullptr: none.
   void set_correlation_hooks(CorrelationHook push, CorrelationHook pop);
 
   // Bytes of host memory one recorded op costs while recording (for the memory benchmark).

@@ -16,6 +16,7 @@
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
 #include "trace/clock.h"
+#include "trace/distributed_info.h"
 
 namespace ptprof::detail {
 
@@ -90,6 +91,24 @@ void write_collective(JsonWriter& w, const Trace& t, const Event& e) {
   number("Seq", c.seq);
 }
 
+// GPU work replayed by a CUDA graph: its node and what captured it (ptprof's args; Kineto
+// writes none for graphs). Ranges are joined with ';', as "Call stack" joins frames.
+void write_graph_node(JsonWriter& w, const Trace& t, const Event& e) {
+  if (e.graph_node < 0 || static_cast<std::size_t>(e.graph_node) >= t.graph_nodes.size()) return;
+  const GraphNodeInfo& g = t.graph_nodes[static_cast<std::size_t>(e.graph_node)];
+  w.key("graph id").value(g.graph_id);
+  if (g.node_id != 0) w.key("graph node").value(g.node_id);
+  if (!g.captured_by.empty()) w.key("captured by").value(g.captured_by);
+  if (!g.capture_ranges.empty()) {
+    std::string joined;
+    for (std::string_view r : g.capture_ranges) {
+      if (!joined.empty()) joined += ';';
+      joined += r;
+    }
+    w.key("capture ranges").value(joined);
+  }
+}
+
 void write_cpu_args(JsonWriter& w, const Trace& t, const Event& e, uint64_t index) {
   w.key("args").begin_object();
   if (e.external_id != 0) w.key("External id").value(e.external_id);
@@ -139,6 +158,7 @@ void write_gpu_args(JsonWriter& w, const Trace& t, const Event& e) {
           .end_array();
       w.key("est. achieved occupancy %").value(k.occupancy_pct);
       write_collective(w, t, e);  // an NCCL kernel: its collective's, as Kineto copies them
+      write_graph_node(w, t, e);
       break;
     }
     case EventKind::Memcpy:
@@ -154,6 +174,7 @@ void write_gpu_args(JsonWriter& w, const Trace& t, const Event& e) {
       } else {
         w.key("memory bandwidth (GB/s)").value("N/A");
       }
+      write_graph_node(w, t, e);
       break;
     }
     case EventKind::CudaRuntime:
@@ -229,6 +250,16 @@ int64_t earliest_time_ns(const Trace& t) {
   return earliest;
 }
 
+void write_event_args(JsonWriter& w, const Trace& t, const Event& e, uint64_t index) {
+  if (e.kind == EventKind::CpuOp || e.kind == EventKind::UserAnnotation) {
+    write_cpu_args(w, t, e, index);
+  } else if (e.kind == EventKind::GpuUserAnnotation) {
+    w.key("args").begin_object().key("External id").value(e.external_id).end_object();
+  } else if (e.kind != EventKind::Overhead) {
+    write_gpu_args(w, t, e);
+  }
+}
+
 void write_trace_events(const Trace& t, JsonWriter& w, int64_t base_ns, const EventPlacement& p,
                         const Trace::SaveOptions& options) {
   // Unsigned: a trace spanning most of the int64 range has offsets beyond INT64_MAX.
@@ -274,13 +305,7 @@ void write_trace_events(const Trace& t, JsonWriter& w, int64_t base_ns, const Ev
     w.key("tid").value(e.tid);
     w.key("ts").value_us(rel(e.start_ns));
     w.key("dur").value_us(e.duration_ns > 0 ? e.duration_ns : 0);
-    if (e.kind == EventKind::CpuOp || e.kind == EventKind::UserAnnotation) {
-      write_cpu_args(w, t, e, index);
-    } else if (e.kind == EventKind::GpuUserAnnotation) {
-      w.key("args").begin_object().key("External id").value(e.external_id).end_object();
-    } else if (e.kind != EventKind::Overhead) {
-      write_gpu_args(w, t, e);
-    }
+    write_event_args(w, t, e, index);
     w.end_object();
     if (e.flow_start) flow(e, true);
     if (e.flow_end) flow(e, false);
@@ -373,7 +398,8 @@ void write_spans_sort_index(JsonWriter& w, uint64_t ts) {
 }
 
 void write_trace_header(JsonWriter& w, const std::vector<DeviceProperties>& devices,
-                        const std::map<std::string, std::string>& metadata, int64_t base_ns) {
+                        const std::map<std::string, std::string>& metadata,
+                        const std::optional<DistributedInfo>& distributed, int64_t base_ns) {
   w.begin_object();
   w.key("schemaVersion").value(int64_t{1});
   w.newline().key("deviceProperties").begin_array();
@@ -396,7 +422,17 @@ void write_trace_header(JsonWriter& w, const std::vector<DeviceProperties>& devi
     w.end_object();
   }
   w.end_array();
-  for (const auto& [k, v] : metadata) w.newline().key(k).raw(v);
+  // distributedInfo where a metadata key of that name would sort (std::map's order).
+  const std::string kDistributed = "distributedInfo";
+  bool distributed_left = distributed.has_value() && metadata.count(kDistributed) == 0;
+  for (const auto& [k, v] : metadata) {
+    if (distributed_left && kDistributed < k) {
+      w.newline().key(kDistributed).raw(distributed_info_json(*distributed));
+      distributed_left = false;
+    }
+    w.newline().key(k).raw(v);
+  }
+  if (distributed_left) w.newline().key(kDistributed).raw(distributed_info_json(*distributed));
   w.newline().key("displayTimeUnit").value("ms");
   w.newline().key("baseTimeNanoseconds").value(base_ns);
   w.newline().key("traceEvents").begin_array();
@@ -421,7 +457,7 @@ void write_chrome_trace(const Trace& t, JsonWriter& w, std::string_view trace_na
     return static_cast<uint64_t>(unix_ns) - static_cast<uint64_t>(base);
   };
 
-  write_trace_header(w, t.devices, t.metadata, base);
+  write_trace_header(w, t.devices, t.metadata, t.distributed, base);
   write_trace_events(t, w, base, EventPlacement{}, options);
   const uint64_t ts0 = rel(t.window_start_ns);
   write_spans_sort_index(w, ts0);

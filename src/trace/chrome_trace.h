@@ -38,10 +38,16 @@ int64_t earliest_time_ns(const Trace& trace);
 void write_trace_events(const Trace& trace, JsonWriter& w, int64_t base_ns, const EventPlacement& p,
                         const Trace::SaveOptions& options = {});
 
+// The "args" key and object of one event as a trace file has them (none for CUPTI overhead);
+// `index` is its "Ev Idx". Its op inputs, stack and collective are t's entries e names.
+void write_event_args(JsonWriter& w, const Trace& t, const Event& e, uint64_t index);
+
 // The top-level keys before the events, up to the opening of traceEvents; and what closes the
-// file after them.
+// file after them. `distributed` is written as "distributedInfo" among the metadata's keys, in
+// their order, unless the metadata has that key itself (Trace::metadata).
 void write_trace_header(JsonWriter& w, const std::vector<DeviceProperties>& devices,
-                        const std::map<std::string, std::string>& metadata, int64_t base_ns);
+                        const std::map<std::string, std::string>& metadata,
+                        const std::optional<DistributedInfo>& distributed, int64_t base_ns);
 void write_trace_trailer(JsonWriter& w, std::string_view trace_name);
 
 // The sort index that puts the "Spans" row after every process.

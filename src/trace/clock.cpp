@@ -85,6 +85,8 @@ TickConverter TickConverter::current() {
   const Pair b = read_pair();
   c.tick0_ = a.tick;
   c.ns0_ = a.ns;
+  c.tick1_ = b.tick;
+  c.ns1_ = b.ns;
   c.ns_per_tick_ = static_cast<long double>(b.ns - a.ns) / (b.tick - a.tick);
   return c;
 }

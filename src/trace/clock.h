@@ -48,10 +48,19 @@ class TickConverter {
     return ns0_ + static_cast<int64_t>(static_cast<long double>(ticks - tick0_) * ns_per_tick_);
   }
 
+  // The map as its two reference pairs, for a file that converts later (a flight dump).
+  struct Line {
+    bool tsc = false;
+    int64_t tick0 = 0, ns0 = 0, tick1 = 0, ns1 = 0;
+  };
+  Line line() const { return Line{tsc_, tick0_, ns0_, tick1_, ns1_}; }
+
  private:
   bool tsc_ = false;
   int64_t tick0_ = 0;
   int64_t ns0_ = 0;
+  int64_t tick1_ = 0;
+  int64_t ns1_ = 0;
   long double ns_per_tick_ = 1.0L;
 };
 

@@ -14,28 +14,9 @@
 
 namespace ptprof {
 
-using detail::FileTraceHandler;
-
 namespace {
 
-// mkdir -p; throws naming the directory that could not be made.
-void make_dirs(const std::string& dir) {
-  std::string partial;
-  std::size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    partial = dir.substr(0, pos);
-    if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      throw Error("ptprof: cannot create trace directory " + partial + ": " + std::strerror(errno));
-    }
-  }
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw Error("ptprof: trace directory " + dir + " is not a directory");
-}
-
-class TensorBoardHandler final : public FileTraceHandler {
+class TensorBoardHandler final : public TraceHandler {
  public:
   TensorBoardHandler(std::string dir, std::string worker, bool gzip, bool exact_schema)
       : dir_(std::move(dir)), worker_(std::move(worker)), gzip_(gzip) {
@@ -43,7 +24,7 @@ class TensorBoardHandler final : public FileTraceHandler {
     if (dir_.empty()) throw Error("ptprof: tensorboard_trace_handler: dir is empty");
   }
   void handle(const Trace& trace) override {
-    make_dirs(dir_);
+    detail::make_dirs(dir_, "trace");
     const std::string worker = !worker_.empty()             ? worker_
                                : !trace.worker_name.empty() ? trace.worker_name
                                                             : detail::default_worker_name();
@@ -53,7 +34,7 @@ class TensorBoardHandler final : public FileTraceHandler {
     std::string path = dir_ + "/" + worker + "." + std::to_string(ns) + ".pt.trace.json";
     if (gzip_) path += ".gz";
     trace.save(path, save_);
-    last_path_ = path;
+    detail::note_trace_file(trace, path);
   }
 
  private:
@@ -63,14 +44,14 @@ class TensorBoardHandler final : public FileTraceHandler {
   Trace::SaveOptions save_;
 };
 
-class ChromeTraceHandler final : public FileTraceHandler {
+class ChromeTraceHandler final : public TraceHandler {
  public:
   explicit ChromeTraceHandler(std::string path) : path_(std::move(path)) {
     if (path_.empty()) throw Error("ptprof: chrome_trace_handler: path is empty");
   }
   void handle(const Trace& trace) override {
     trace.save(path_);
-    last_path_ = path_;
+    detail::note_trace_file(trace, path_);
   }
 
  private:
@@ -89,6 +70,51 @@ class CallbackHandler final : public TraceHandler {
 };
 
 }  // namespace
+
+namespace detail {
+
+namespace {
+// One trace's files (handlers.h): the trace they were written for, and their paths.
+struct WrittenFiles {
+  const Trace* trace = nullptr;
+  std::vector<std::string> paths;
+};
+thread_local WrittenFiles t_written;
+}  // namespace
+
+void note_trace_file(const Trace& trace, const std::string& path) {
+  if (t_written.trace != &trace) forget_trace_files();
+  t_written.trace = &trace;
+  t_written.paths.push_back(path);
+}
+
+std::vector<std::string> trace_files_of(const Trace& trace) {
+  return t_written.trace == &trace ? t_written.paths : std::vector<std::string>{};
+}
+
+void forget_trace_files() {
+  t_written.trace = nullptr;
+  t_written.paths.clear();
+}
+
+void make_dirs(const std::string& dir, const char* what) {
+  std::string partial;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      throw Error(std::string("ptprof: cannot create ") + what + " directory " + partial + ": " +
+                  std::strerror(errno));
+    }
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error(std::string("ptprof: ") + what + " directory " + dir + " is not a directory");
+}
+
+}  // namespace detail
 
 TraceHandlerPtr tensorboard_trace_handler(std::string dir, std::string worker_name, bool use_gzip,
                                           bool exact_schema) {

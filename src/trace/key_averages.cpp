@@ -52,7 +52,7 @@ std::string input_shapes_text(const std::vector<OpInput>* inputs) {
 
 }  // namespace
 
-KeyAverages Trace::key_averages(bool group_by_input_shape) const {
+KeyAverages Trace::key_averages(bool group_by_input_shape, int group_by_stack_n) const {
   // Device time of each CPU op: the GPU activities launched under its External id (self),
   // plus what its children launched (total).
   std::unordered_map<uint64_t, int64_t> device_by_external;
@@ -133,7 +133,54 @@ KeyAverages Trace::key_averages(bool group_by_input_shape) const {
   out.has_input_shapes = group_by_input_shape;
   out.has_memory = !memory_events.empty();
   for (const MemoryEvent& m : memory_events) out.has_device_memory |= m.device_type != 0;
-  std::unordered_map<std::string, std::size_t> row_of;
+  out.has_stacks = group_by_stack_n > 0;
+  // Rows by (name, input shapes, stack). Op input lists and stacks are shared by index, so
+  // each one's text is made once and equal texts get one id.
+  auto ids_of = [](std::size_t n) { return std::vector<int32_t>(n, -2); };  // -2: not yet
+  std::vector<int32_t> shape_id = ids_of(group_by_input_shape ? op_inputs.size() : 0);
+  std::vector<int32_t> stack_id = ids_of(group_by_stack_n > 0 ? stacks.size() : 0);
+  std::vector<std::string> shape_texts;
+  std::vector<std::vector<std::string>>& stack_frames = out.stacks;
+  std::unordered_map<std::string, int32_t> shape_of_text, stack_of_text;
+  auto shapes_of = [&](int32_t inputs) -> int32_t {
+    const bool known = inputs >= 0 && static_cast<std::size_t>(inputs) < op_inputs.size();
+    int32_t* memo = known ? &shape_id[inputs] : nullptr;
+    if (memo && *memo != -2) return *memo;
+    std::string text = input_shapes_text(known ? &op_inputs[inputs] : nullptr);
+    auto [it, inserted] = shape_of_text.emplace(text, static_cast<int32_t>(shape_texts.size()));
+    if (inserted) shape_texts.push_back(std::move(text));
+    if (memo) *memo = it->second;
+    return it->second;
+  };
+  auto stack_of = [&](int32_t stack) -> int32_t {
+    if (stack < 0 || static_cast<std::size_t>(stack) >= stacks.size()) return -1;
+    int32_t& memo = stack_id[stack];
+    if (memo != -2) return memo;
+    const std::vector<std::string>& all = stacks[stack];
+    const std::size_t n = std::min(all.size(), static_cast<std::size_t>(group_by_stack_n));
+    std::vector<std::string> frames(all.end() - static_cast<std::ptrdiff_t>(n), all.end());
+    std::string joined;
+    for (const std::string& f : frames) joined.append(f).push_back('\0');
+    auto [it, inserted] = stack_of_text.emplace(joined, static_cast<int32_t>(stack_frames.size()));
+    if (inserted) stack_frames.push_back(std::move(frames));
+    memo = it->second;
+    return memo;
+  };
+  struct RowKey {
+    std::string_view name;
+    int32_t shapes, stack;
+    bool operator==(const RowKey& o) const {
+      return name == o.name && shapes == o.shapes && stack == o.stack;
+    }
+  };
+  struct RowKeyHash {
+    std::size_t operator()(const RowKey& k) const {
+      return std::hash<std::string_view>()(k.name) ^
+             (static_cast<std::size_t>(static_cast<uint32_t>(k.shapes)) * 0x9E3779B97F4A7C15ULL) ^
+             (static_cast<std::size_t>(static_cast<uint32_t>(k.stack)) * 0xC2B2AE3D27D4EB4FULL);
+    }
+  };
+  std::unordered_map<RowKey, std::size_t, RowKeyHash> row_of;
   for (std::size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     if (e.kind == EventKind::CudaRuntime || e.kind == EventKind::CudaDriver ||
@@ -141,20 +188,14 @@ KeyAverages Trace::key_averages(bool group_by_input_shape) const {
         e.kind == EventKind::Overhead)
       continue;
     if (filtered(e.name) || folded[i]) continue;
-    std::string key(e.name);
-    std::string shapes;
-    if (group_by_input_shape) {
-      shapes = input_shapes_text(e.inputs >= 0 && static_cast<std::size_t>(e.inputs) <
-                                                      op_inputs.size()
-                                     ? &op_inputs[e.inputs]
-                                     : nullptr);
-      key += '\0' + shapes;
-    }
+    const RowKey key{e.name, group_by_input_shape ? shapes_of(e.inputs) : -1,
+                     group_by_stack_n > 0 ? stack_of(e.stack) : -1};
     auto [it, inserted] = row_of.emplace(key, out.rows.size());
     if (inserted) {
       KeyAverage row;
       row.key = std::string(e.name);
-      row.input_shapes = shapes;
+      if (key.shapes >= 0) row.input_shapes = shape_texts[key.shapes];
+      row.stack = key.stack;
       row.is_user_annotation = e.kind == EventKind::UserAnnotation;
       row.is_device_activity = device_activity(e.kind);
       out.rows.push_back(std::move(row));

@@ -1,26 +1,29 @@
 #include "trace/memory_timeline.h"
 
 #include <algorithm>
-#include <iterator>
 #include <cmath>
+#include <iterator>
 #include <map>
+#include <tuple>
 #include <utility>
 
-#include "trace/chrome_trace.h"
-#include "trace/json_writer.h"
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
-#include "trace/stacks_export.h"  // xml_escape
+#include "render/markup.h"
+#include "render/svg.h"
+#include "trace/chrome_trace.h"
+#include "trace/json_writer.h"
+#include "trace/memory_timeline_css.h"
 
 namespace ptprof::detail {
 
 std::string memory_device_name(int device_type, int device_index) {
   // c10::DeviceTypeName's names, by c10::DeviceType's values (a trace file carries the number;
   // the core reads traces without libtorch).
-  static const char* const kNames[] = {"CPU",  "CUDA",   "MKLDNN", "OPENGL", "OPENCL", "IDEEP",
-                                       "HIP",  "FPGA",   "MAIA",   "XLA",    "VULKAN", "METAL",
-                                       "XPU",  "MPS",    "META",   "HPU",    "VE",     "LAZY",
-                                       "IPU",  "MTIA",   "PRIVATEUSEONE"};
+  static const char* const kNames[] = {"CPU", "CUDA", "MKLDNN",       "OPENGL", "OPENCL", "IDEEP",
+                                       "HIP", "FPGA", "MAIA",         "XLA",    "VULKAN", "METAL",
+                                       "XPU", "MPS",  "META",         "HPU",    "VE",     "LAZY",
+                                       "IPU", "MTIA", "PRIVATEUSEONE"};
   std::string name;
   if (device_type >= 0 && device_type < static_cast<int>(std::size(kNames))) {
     name = kNames[device_type];
@@ -31,14 +34,23 @@ std::string memory_device_name(int device_type, int device_index) {
   return name;
 }
 
-std::vector<MemoryCurve> memory_curves(const Trace& t) {
-  // Memory events are recorded in time order; a stable sort keeps that order for ties and
-  // costs nothing when it already holds.
+namespace {
+
+// The memory events' indexes by time. They are recorded in time order; a stable sort keeps
+// that order for ties and costs nothing when it already holds.
+std::vector<std::size_t> by_time(const Trace& t) {
   std::vector<std::size_t> order(t.memory_events.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return t.memory_events[a].time_ns < t.memory_events[b].time_ns;
   });
+  return order;
+}
+
+}  // namespace
+
+std::vector<MemoryCurve> memory_curves(const Trace& t) {
+  const std::vector<std::size_t> order = by_time(t);
   std::map<std::pair<int, int>, MemoryCurve> by_device;
   for (std::size_t i : order) {
     const MemoryEvent& m = t.memory_events[i];
@@ -60,6 +72,35 @@ std::vector<MemoryCurve> memory_curves(const Trace& t) {
   std::vector<MemoryCurve> out;
   out.reserve(by_device.size());
   for (auto& [key, c] : by_device) out.push_back(std::move(c));
+  return out;
+}
+
+std::vector<MemoryAllocation> memory_allocations(const Trace& t) {
+  const std::vector<std::size_t> order = by_time(t);
+  std::vector<MemoryAllocation> out;
+  // (device type, device index, address) -> the allocation still live there
+  std::map<std::tuple<int, int, uint64_t>, std::size_t> live;
+  for (std::size_t i : order) {
+    const MemoryEvent& m = t.memory_events[i];
+    const auto key = std::make_tuple(int{m.device_type}, int{m.device_index}, m.address);
+    if (m.bytes > 0) {
+      MemoryAllocation a;
+      a.device_type = m.device_type;
+      a.device_index = m.device_index;
+      a.address = m.address;
+      a.bytes = m.bytes;
+      a.alloc_ns = m.time_ns;
+      a.alloc_op = m.op;
+      live[key] = out.size();
+      out.push_back(a);
+    } else if (m.bytes < 0) {
+      auto it = live.find(key);
+      if (it == live.end()) continue;
+      out[it->second].free_ns = m.time_ns;
+      out[it->second].free_op = m.op;
+      live.erase(it);
+    }
+  }
   return out;
 }
 
@@ -137,14 +178,6 @@ std::string num(double v, int decimals = 2) {
   return format_fixed(v, decimals);
 }
 
-// 1, 2 or 5 times a power of ten, giving about `ticks` intervals over `range`.
-double nice_step(double range, int ticks) {
-  const double raw = range / ticks;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  const double n = raw / mag;
-  return (n < 1.5 ? 1 : n < 3.5 ? 2 : n < 7.5 ? 5 : 10) * mag;
-}
-
 // Indexes of the samples to draw: all of them when few; else per pixel column its first,
 // lowest, highest and last, so the shape (and the peak) survive millions of events.
 std::vector<std::size_t> samples_to_draw(const std::vector<int64_t>& t,
@@ -187,19 +220,21 @@ struct Plot {
 // A step curve: the allocator's total holds from one event until the next.
 std::string step_path(const Plot& p, const std::vector<int64_t>& t, const std::vector<int64_t>& v,
                       int64_t end_ns) {
-  std::string d;
+  SvgPath d(2);
+  bool first = true;
   for (std::size_t i : samples_to_draw(t, v, p.t0, p.span_ns)) {
-    if (d.empty()) {
-      d = "M" + num(p.x(t[i])) + "," + num(p.y(static_cast<double>(v[i])));
+    if (first) {
+      d.move(p.x(t[i]), p.y(static_cast<double>(v[i])));
+      first = false;
     } else {
-      d += " H" + num(p.x(t[i])) + " V" + num(p.y(static_cast<double>(v[i])));
+      d.h(p.x(t[i])).v(p.y(static_cast<double>(v[i])));
     }
   }
-  d += " H" + num(p.x(end_ns));
-  return d;
+  d.h(p.x(end_ns));
+  return d.str();
 }
 
-std::string device_svg(const MemoryCurve& c, int64_t t0, int64_t end_ns) {
+void device_svg(Markup& m, const MemoryCurve& c, int64_t t0, int64_t end_ns) {
   const bool has_reserved =
       std::any_of(c.reserved.begin(), c.reserved.end(), [](int64_t v) { return v > 0; });
   double top = static_cast<double>(c.peak_allocated);
@@ -210,59 +245,58 @@ std::string device_svg(const MemoryCurve& c, int64_t t0, int64_t end_ns) {
   const double ystep_mb = nice_step(std::max(top * 1.05 / kMiB, 1e-3), 5);
   p.ymax = std::max(1.0, std::ceil(top * 1.05 / kMiB / ystep_mb)) * ystep_mb * kMiB;
 
-  std::string s;
-  s += "<svg width=\"" + num(kPlotW, 0) + "\" height=\"" + num(kPlotH, 0) + "\" viewBox=\"0 0 " +
-       num(kPlotW, 0) + " " + num(kPlotH, 0) + "\" role=\"img\">\n";
-  s += "<title>" + xml_escape(c.device) + " allocated memory over time</title>\n";
+  Svg svg(m, 2);
+  m.open("svg", {{"width", num(kPlotW, 0)},
+                 {"height", num(kPlotH, 0)},
+                 {"viewBox", "0 0 " + num(kPlotW, 0) + " " + num(kPlotH, 0)},
+                 {"role", "img"}})
+      .line();
+  m.element("title", c.device + " allocated memory over time").line();
   // Grid, ticks and labels.
   const double span_ms = p.span_ns / 1e6;
   const double xstep = nice_step(span_ms, 8);
   for (double ms = 0; ms <= span_ms * (1 + 1e-9); ms += xstep) {
     const double x = kLeft + ms / span_ms * kInnerW;
-    s += "<line class=\"grid\" x1=\"" + num(x) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(x) +
-         "\" y2=\"" + num(kTop + kInnerH) + "\"/>";
-    s += "<text x=\"" + num(x) + "\" y=\"" + num(kTop + kInnerH + 16) +
-         "\" text-anchor=\"middle\">" + format_general(ms) + "</text>\n";
+    svg.line("grid", x, kTop, x, kTop + kInnerH);
+    svg.text("", x, kTop + kInnerH + 16, "middle", format_general(ms));
+    m.line();
   }
   for (double mb = 0; mb * kMiB <= p.ymax * (1 + 1e-9); mb += ystep_mb) {
     const double y = p.y(mb * kMiB);
-    s += "<line class=\"grid\" x1=\"" + num(kLeft) + "\" y1=\"" + num(y) + "\" x2=\"" +
-         num(kLeft + kInnerW) + "\" y2=\"" + num(y) + "\"/>";
-    s += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" +
-         format_general(mb) + "</text>\n";
+    svg.line("grid", kLeft, y, kLeft + kInnerW, y);
+    svg.text("", kLeft - 6, y + 4, "end", format_general(mb));
+    m.line();
   }
-  s += "<rect class=\"frame\" x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" +
-       num(kInnerW) + "\" height=\"" + num(kInnerH) + "\"/>\n";
-  s += "<text x=\"" + num(kLeft + kInnerW / 2) + "\" y=\"" + num(kPlotH - 10) +
-       "\" text-anchor=\"middle\">time (ms)</text>\n";
-  s += "<text x=\"16\" y=\"" + num(kTop + kInnerH / 2) +
-       "\" text-anchor=\"middle\" "
-       "transform=\"rotate(-90 16 " +
-       num(kTop + kInnerH / 2) + ")\">memory (MB)</text>\n";
+  svg.rect("frame", kLeft, kTop, kInnerW, kInnerH);
+  m.line();
+  svg.text("", kLeft + kInnerW / 2, kPlotH - 10, "middle", "time (ms)");
+  m.line();
+  svg.vertical_text("", 16, kTop + kInnerH / 2, "memory (MB)");
+  m.line();
   // Curves.
-  if (has_reserved)
-    s += "<path class=\"reserved\" d=\"" + step_path(p, c.time_ns, c.reserved, end_ns) +
-         "\"><title>reserved</title></path>\n";
-  s += "<path class=\"allocated\" d=\"" + step_path(p, c.time_ns, c.allocated, end_ns) +
-       "\"><title>allocated</title></path>\n";
+  if (has_reserved) {
+    m.open("path", {{"class", "reserved"}, {"d", step_path(p, c.time_ns, c.reserved, end_ns)}});
+    m.element("title", "reserved").close("path").line();
+  }
+  m.open("path", {{"class", "allocated"}, {"d", step_path(p, c.time_ns, c.allocated, end_ns)}});
+  m.element("title", "allocated").close("path").line();
   // The peak.
   const double px = p.x(c.peak_time_ns), py = p.y(static_cast<double>(c.peak_allocated));
   const std::string label = "peak " + num(c.peak_allocated / kMiB, 3) + " MB at " +
                             num((c.peak_time_ns - t0) / 1e6, 3) + " ms";
-  s += "<circle class=\"peak\" cx=\"" + num(px) + "\" cy=\"" + num(py) + "\" r=\"4\"><title>" +
-       label + " (" + std::to_string(c.peak_allocated) + " bytes)</title></circle>\n";
+  m.open("circle", {{"class", "peak"}, svg.at("cx", px), svg.at("cy", py), {"r", "4"}});
+  m.element("title", label + " (" + std::to_string(c.peak_allocated) + " bytes)")
+      .close("circle")
+      .line();
   const bool right_half = px > kLeft + kInnerW / 2;
-  s += "<text class=\"peak-label\" x=\"" + num(right_half ? px - 8 : px + 8) + "\" y=\"" +
-       num(std::max(kTop + 12, py - 8)) + "\" text-anchor=\"" + (right_half ? "end" : "start") +
-       "\">" + label + "</text>\n";
+  svg.text("peak-label", right_half ? px - 8 : px + 8, std::max(kTop + 12, py - 8),
+           right_half ? "end" : "start", label);
+  m.line();
   // Legend.
-  s += "<text x=\"" + num(kLeft + 8) + "\" y=\"" + num(kTop - 10) +
-       "\" class=\"legend-allocated\">&#x2014; allocated</text>";
-  if (has_reserved)
-    s += "<text x=\"" + num(kLeft + 110) + "\" y=\"" + num(kTop - 10) +
-         "\" class=\"legend-reserved\">- - reserved</text>";
-  s += "\n</svg>\n";
-  return s;
+  svg.text("legend-allocated", kLeft + 8, kTop - 10, "", "\xe2\x80\x94 allocated");
+  if (has_reserved) svg.text("legend-reserved", kLeft + 110, kTop - 10, "", "- - reserved");
+  m.line();
+  m.close("svg").line();
 }
 
 void write_html(const Trace& t, Sink& sink) {
@@ -271,40 +305,35 @@ void write_html(const Trace& t, Sink& sink) {
   for (const MemoryEvent& m : t.memory_events) end = std::max(end, m.time_ns);
   end = std::max(end, t.window_end_ns);
   const std::vector<MemoryCurve> curves = memory_curves(t);
-  std::string h;
-  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
-  h += "<title>ptprof memory timeline</title>\n";
-  h += "<style>\n"
-       "body{font-family:sans-serif;margin:24px;color:#222}\n"
-       "svg{display:block;margin-bottom:24px}\n"
-       "svg text{font-size:12px;fill:#222}\n"
-       ".grid{stroke:#e4e4e4;stroke-width:1}\n"
-       ".frame{fill:none;stroke:#555;stroke-width:1}\n"
-       ".allocated{fill:none;stroke:#1f77b4;stroke-width:1.5}\n"
-       ".reserved{fill:none;stroke:#ff7f0e;stroke-width:1;stroke-dasharray:4 3}\n"
-       ".peak{fill:#d62728}\n"
-       "svg text.peak-label{fill:#d62728}\n"
-       "svg text.legend-allocated{fill:#1f77b4}\n"
-       "svg text.legend-reserved{fill:#ff7f0e}\n"
-       "</style>\n</head>\n<body>\n";
-  h += "<h1>Memory timeline</h1>\n<p>";
-  if (!t.worker_name.empty()) h += xml_escape(t.worker_name) + ": ";
-  h += std::to_string(t.memory_events.size()) +
-       " memory events. Allocated bytes per device as its allocator reported them after each "
-       "allocation and free; time from the start of the profiling window; 1 MB = 2<sup>20</sup> "
-       "bytes.</p>\n";
-  sink.write(h.data(), h.size());
+  Markup m(&sink);
+  m.doctype_html();
+  m.open("html", {{"lang", "en"}}).line();
+  m.open("head").line();
+  m.empty("meta", {{"charset", "utf-8"}}).line();
+  m.element("title", "ptprof memory timeline").line();
+  m.style(std::string("\n") + kMemoryTimelineCss).line();
+  m.close("head").line();
+  m.open("body").line();
+  m.element("h1", "Memory timeline").line();
+  m.open("p");
+  if (!t.worker_name.empty()) m.text(t.worker_name + ": ");
+  m.text(std::to_string(t.memory_events.size()) +
+         " memory events. Allocated bytes per device as its allocator reported them after each "
+         "allocation and free; time from the start of the profiling window; 1 MB = 2");
+  m.element("sup", "20").text(" bytes.").close("p").line();
   for (const MemoryCurve& c : curves) {
-    std::string d = "<h2>" + xml_escape(c.device) +
-                    "</h2>\n<p>Peak allocated: " + num(c.peak_allocated / kMiB, 3) + " MB (" +
-                    std::to_string(c.peak_allocated) + " bytes) at " +
-                    num((c.peak_time_ns - t0) / 1e6, 3) + " ms; " +
-                    std::to_string(c.time_ns.size()) + " events.</p>\n";
-    d += device_svg(c, t0, end);
-    sink.write(d.data(), d.size());
+    m.element("h2", c.device).line();
+    m.element("p", "Peak allocated: " + num(c.peak_allocated / kMiB, 3) + " MB (" +
+                       std::to_string(c.peak_allocated) + " bytes) at " +
+                       num((c.peak_time_ns - t0) / 1e6, 3) + " ms; " +
+                       std::to_string(c.time_ns.size()) + " events.")
+        .line();
+    device_svg(m, c, t0, end);
+    m.maybe_flush();
   }
-  const std::string tail = "</body>\n</html>\n";
-  sink.write(tail.data(), tail.size());
+  m.close("body").line();
+  m.close("html").line();
+  m.finish();
 }
 
 }  // namespace

@@ -27,6 +27,23 @@ struct MemoryCurve {
 // Curves of every device with memory events, ordered by (device type, index).
 std::vector<MemoryCurve> memory_curves(const Trace& trace);
 
+// One allocation of profile_memory: an allocation event and the free of its address that
+// follows it on the same device (TensorBoard's memory events table).
+struct MemoryAllocation {
+  int device_type = 0;
+  int device_index = -1;
+  uint64_t address = 0;
+  int64_t bytes = 0;
+  int64_t alloc_ns = 0;      // Unix epoch ns
+  int64_t free_ns = -1;      // -1: not freed in the window
+  int64_t alloc_op = -1;     // Trace::events index of the op that allocated (MemoryEvent::op)
+  int64_t free_op = -1;
+};
+
+// Every allocation of the trace in time order, each paired with the first later free of the
+// same address on the same device. Frees of allocations made before the window are left out.
+std::vector<MemoryAllocation> memory_allocations(const Trace& trace);
+
 // "CPU", "CUDA:0": c10's device type name, and the index when there is one.
 std::string memory_device_name(int device_type, int device_index);
 

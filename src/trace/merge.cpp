@@ -47,7 +47,7 @@ MergeResult merge_ranks(const std::string& dir, const std::string& out,
   const int64_t base = detail::trace_base_time_ns(earliest);
   detail::write_file_atomically(out, [&](detail::Sink& sink) {
     detail::JsonWriter w(&sink);
-    detail::write_trace_header(w, {}, {{"ptprof_merge", meta_text}}, base);
+    detail::write_trace_header(w, {}, {{"ptprof_merge", meta_text}}, std::nullopt, base);
     for (const auto& [rank, plan] : plans) {
       const Trace t = detail::read_trace(plan.info.file);
       detail::EventPlacement p;

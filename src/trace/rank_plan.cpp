@@ -1,7 +1,6 @@
 #include "trace/rank_plan.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -9,27 +8,13 @@
 
 #include "ptprof/error.h"
 #include "trace/chrome_trace.h"
+#include "trace/trace_files.h"
 #include "trace/trace_reader.h"
 
 namespace ptprof::detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The integer after "key": in a distributedInfo value, as torch.profiler and ptprof write it.
-std::optional<int64_t> int_field(const std::string& json, const std::string& key) {
-  const std::string quoted = "\"" + key + "\"";
-  std::size_t at = json.find(quoted);
-  if (at == std::string::npos) return std::nullopt;
-  at += quoted.size();
-  while (at < json.size() &&
-         (std::isspace(static_cast<unsigned char>(json[at])) || json[at] == ':'))
-    ++at;
-  std::size_t end = at;
-  while (end < json.size() && std::isdigit(static_cast<unsigned char>(json[end]))) ++end;
-  if (end == at || end - at > 12) return std::nullopt;
-  return std::stoll(json.substr(at, end - at));
-}
 
 // Strips a trailing "_<digits>" (after `prefix`) from s; returns whether it did, and the digits.
 bool strip_number_suffix(std::string* s, const std::string& prefix, int64_t* n = nullptr) {
@@ -149,8 +134,7 @@ void write_ranks(JsonWriter& w, int64_t world_size, const std::vector<MergedRank
 }
 
 std::string worker_of(const std::string& file) {
-  const std::string name = fs::path(file).filename().string();
-  return name.substr(0, name.find('.'));
+  return parse_trace_file_name(fs::path(file).filename().string()).worker;
 }
 
 RankPlans plan_ranks(const std::string& dir, const MergeOptions& options, const char* command) {
@@ -181,11 +165,10 @@ RankPlans plan_ranks(const std::string& dir, const MergeOptions& options, const 
     strip_number_suffix(&host, "rank", &name_rank);
     strip_number_suffix(&host, "");  // the pid
     plan.info.host = host;
-    auto info = t.metadata.find("distributedInfo");
     std::optional<int64_t> rank;
-    if (info != t.metadata.end()) {
-      rank = int_field(info->second, "rank");
-      if (auto ws = int_field(info->second, "world_size")) world_size = std::max(world_size, *ws);
+    if (t.distributed) {
+      if (t.distributed->rank >= 0) rank = t.distributed->rank;
+      world_size = std::max(world_size, t.distributed->world_size);
     }
     if (!rank && name_rank >= 0) rank = name_rank;
     if (!rank)

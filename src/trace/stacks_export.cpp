@@ -26,7 +26,7 @@ void append_frame(std::string& out, std::string_view frame) {
 
 }  // namespace
 
-std::string collapsed_stacks(const Trace& t, const std::string& metric) {
+std::vector<StackSample> stack_samples(const Trace& t, const std::string& metric) {
   const bool cpu = metric == "self_cpu_time_total";
   const bool device = metric == "self_cuda_time_total" || metric == "self_device_time_total";
   if (!cpu && !device)
@@ -42,8 +42,20 @@ std::string collapsed_stacks(const Trace& t, const std::string& metric) {
         device_ns[e.external_id] += e.duration_ns;
     }
   }
-  std::map<std::string, int64_t> merged;
-  std::string key;
+  // Summed per (stack, name): a stack is shared by many events, so its frames are walked once
+  // per name rather than once per event.
+  struct Key {
+    int32_t stack;
+    std::string_view name;
+    bool operator==(const Key& o) const { return stack == o.stack && name == o.name; }
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      return std::hash<std::string_view>()(k.name) * 31 + static_cast<std::size_t>(k.stack);
+    }
+  };
+  std::unordered_map<Key, std::size_t, KeyHash> index;
+  std::vector<StackSample> out;
   for (const Event& e : t.events) {
     if (e.stack < 0 || static_cast<std::size_t>(e.stack) >= t.stacks.size()) continue;
     int64_t ns = 0;
@@ -54,16 +66,32 @@ std::string collapsed_stacks(const Trace& t, const std::string& metric) {
       if (it != device_ns.end()) ns = it->second;
     }
     if (ns <= 0) continue;
+    auto [it, inserted] = index.emplace(Key{e.stack, e.name}, out.size());
+    if (inserted) out.push_back({e.stack, e.name, 0});
+    out[it->second].ns += ns;
+  }
+  return out;
+}
+
+std::string collapsed_stacks(const Trace& t, const std::string& metric) {
+  // Lines with the same text (stacks that differ only in what append_frame maps to '_') merge.
+  std::unordered_map<std::string, int64_t> merged;
+  std::string key;
+  for (const StackSample& sample : stack_samples(t, metric)) {
     key.clear();
-    for (const std::string& frame : t.stacks[e.stack]) {
+    for (const std::string& frame : t.stacks[sample.stack]) {
       append_frame(key, frame);
       key += ';';
     }
-    append_frame(key, e.name);
-    merged[key] += ns;
+    append_frame(key, sample.name);
+    merged[key] += sample.ns;
   }
+  std::vector<std::pair<std::string_view, int64_t>> lines;
+  lines.reserve(merged.size());
+  for (const auto& [stack, ns] : merged) lines.emplace_back(stack, ns);
+  std::sort(lines.begin(), lines.end());
   std::string out;
-  for (const auto& [stack, ns] : merged) {
+  for (const auto& [stack, ns] : lines) {
     const int64_t us = ns / 1000;
     if (us <= 0) continue;
     out += stack;
@@ -75,64 +103,6 @@ std::string collapsed_stacks(const Trace& t, const std::string& metric) {
 }
 
 // ---- SVG flame graph -------------------------------------------------------------------------
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '&':
-          out += "&amp;";
-          break;
-        case '<':
-          out += "&lt;";
-          break;
-        case '>':
-          out += "&gt;";
-          break;
-        case '"':
-          out += "&quot;";
-          break;
-        case '\'':
-          out += "&apos;";
-          break;
-        default:
-          // XML 1.0 allows no other control characters, not even escaped.
-          out += (c < 0x20 && c != '\t' && c != '\n' && c != '\r') ? '?' : static_cast<char>(c);
-      }
-      ++i;
-      continue;
-    }
-    // A well-formed UTF-8 sequence is copied, any other byte becomes U+FFFD; so does a
-    // U+FFFE or U+FFFF, well-formed but not characters of XML.
-    const int len = c >= 0xc2 && c <= 0xdf   ? 2
-                    : c >= 0xe0 && c <= 0xef ? 3
-                    : c >= 0xf0 && c <= 0xf4 ? 4
-                                             : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    for (int k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    const auto c1 = ok ? static_cast<unsigned char>(s[i + 1]) : 0;
-    if (ok && len == 3) {
-      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogates
-    } else if (ok && len == 4) {
-      ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
-    }
-    if (!ok) {
-      out += "\xef\xbf\xbd";
-      ++i;
-      continue;
-    }
-    if (c == 0xef && c1 == 0xbf && static_cast<unsigned char>(s[i + 2]) >= 0xbe) {
-      out += "\xef\xbf\xbd";
-    } else {
-      out.append(s.substr(i, len));
-    }
-    i += len;
-  }
-  return out;
-}
 
 namespace {
 
@@ -191,8 +161,8 @@ int tree_depth(const FlameNode& n) {
   return d;
 }
 
-void render_frame(std::string& out, const FlameLayout& L, const std::string& name,
-                  const FlameNode& node, int level, int64_t offset) {
+void render_frame(Markup& m, const FlameLayout& L, const std::string& name, const FlameNode& node,
+                  int level, int64_t offset) {
   const double x0 = L.x(offset), w = L.x(offset + node.value) - x0;
   if (w < FlameLayout::kMinWidth) return;  // and so are all its children
   const double pct = 100.0 * static_cast<double>(node.value) / static_cast<double>(L.total);
@@ -201,22 +171,27 @@ void render_frame(std::string& out, const FlameLayout& L, const std::string& nam
   const int r = 205 + static_cast<int>(50 * ((h & 0xff) / 255.0));
   const int g = static_cast<int>(230 * (((h >> 8) & 0xff) / 255.0));
   const int b = static_cast<int>(55 * (((h >> 16) & 0xff) / 255.0));
-  out += "<g class=\"frame\"><title>";
-  out += xml_escape(name);
-  out += " (" + std::to_string(node.value) + " us, " + fmt(2, pct) + "%)</title>";
-  out += "<rect x=\"" + fmt(2, x0) + "\" y=\"" + fmt(1, L.y(level)) + "\" width=\"" + fmt(2, w) +
-         "\" height=\"" + fmt(1, FlameLayout::kFrame - 1) + "\" fill=\"rgb(" + std::to_string(r) +
-         "," + std::to_string(g) + "," + std::to_string(b) + ")\" rx=\"2\" ry=\"2\"/>";
+  m.open("g", {{"class", "frame"}});
+  m.element("title", name + " (" + std::to_string(node.value) + " us, " + fmt(2, pct) + "%)");
+  m.empty("rect", {{"x", fmt(2, x0)},
+                   {"y", fmt(1, L.y(level))},
+                   {"width", fmt(2, w)},
+                   {"height", fmt(1, FlameLayout::kFrame - 1)},
+                   {"fill", "rgb(" + std::to_string(r) + "," + std::to_string(g) + "," +
+                                std::to_string(b) + ")"},
+                   {"rx", "2"},
+                   {"ry", "2"}});
   const auto fit = static_cast<std::size_t>((w - 6) / FlameLayout::kCharWidth);
   if (fit >= 3) {
     const std::string label = code_points(name) <= fit ? name : clip(name, fit - 2) + "..";
-    out += "<text x=\"" + fmt(2, x0 + 3) + "\" y=\"" +
-           fmt(1, L.y(level) + FlameLayout::kFrame - 4.5) + "\">" + xml_escape(label) + "</text>";
+    m.element("text",
+              {{"x", fmt(2, x0 + 3)}, {"y", fmt(1, L.y(level) + FlameLayout::kFrame - 4.5)}},
+              label);
   }
-  out += "</g>\n";
+  m.close("g").line();
   int64_t child_offset = offset;
   for (const auto& [child_name, child] : node.children) {
-    render_frame(out, L, child_name, *child, level + 1, child_offset);
+    render_frame(m, L, child_name, *child, level + 1, child_offset);
     child_offset += child->value;
   }
 }
@@ -257,26 +232,32 @@ std::string flamegraph_svg(const std::string& collapsed, const std::string& titl
   L.total = root.value;
   L.depth = tree_depth(root);
   L.height = FlameLayout::kTop + (L.depth + 1) * FlameLayout::kFrame + FlameLayout::kBottom;
-  std::string out;
-  out += "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n";
-  out += "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-         fmt(0, FlameLayout::kWidth) + "\" height=\"" + fmt(0, L.height) + "\" viewBox=\"0 0 " +
-         fmt(0, FlameLayout::kWidth) + " " + fmt(0, L.height) + "\">\n";
-  out +=
-      "<style>text{font-family:Verdana,sans-serif;font-size:12px;fill:#000}"
-      ".title{font-size:17px;text-anchor:middle}.frame:hover rect{stroke:#000;stroke-width:0.5}"
-      "</style>\n";
-  out += "<text class=\"title\" x=\"" + fmt(0, FlameLayout::kWidth / 2) + "\" y=\"24\">" +
-         xml_escape(title) + "</text>\n";
+  Markup m;
+  m.xml_declaration();
+  const std::string width = fmt(0, FlameLayout::kWidth), height = fmt(0, L.height);
+  m.open("svg", {{"version", "1.1"},
+                 {"xmlns", "http://www.w3.org/2000/svg"},
+                 {"width", width},
+                 {"height", height},
+                 {"viewBox", "0 0 " + width + " " + height}})
+      .line();
+  m.style(
+       "text{font-family:Verdana,sans-serif;font-size:12px;fill:#000}"
+       ".title{font-size:17px;text-anchor:middle}.frame:hover rect{stroke:#000;stroke-width:0.5}")
+      .line();
+  m.element("text", {{"class", "title"}, {"x", fmt(0, FlameLayout::kWidth / 2)}, {"y", "24"}},
+            title)
+      .line();
   if (L.total == 0) {
-    out += "<text x=\"" + fmt(0, FlameLayout::kPad) + "\" y=\"44\">No samples</text>\n";
+    m.element("text", {{"x", fmt(0, FlameLayout::kPad)}, {"y", "44"}}, "No samples").line();
   } else {
-    out += "<text x=\"" + fmt(0, FlameLayout::kPad) + "\" y=\"44\">Total " +
-           std::to_string(L.total) + " us; width is time, stacks grow upwards</text>\n";
-    render_frame(out, L, "all", root, 0, 0);
+    m.element("text", {{"x", fmt(0, FlameLayout::kPad)}, {"y", "44"}},
+              "Total " + std::to_string(L.total) + " us; width is time, stacks grow upwards")
+        .line();
+    render_frame(m, L, "all", root, 0, 0);
   }
-  out += "</svg>\n";
-  return out;
+  m.close("svg").line();
+  return m.take();
 }
 
 }  // namespace ptprof::detail

@@ -30,14 +30,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <limits>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "ptprof/error.h"
+#include "trace/distributed_info.h"
+#include "trace/flight_dump.h"
 #include "trace/json_cursor.h"
 #include "trace/json_writer.h"
 #include "trace/reader_error.h"
@@ -55,9 +57,7 @@ namespace {
 using Wide = __int128;
 constexpr Wide kInt64Min = std::numeric_limits<int64_t>::min();
 constexpr Wide kInt64Max = std::numeric_limits<int64_t>::max();
-// Events' durations are kept below ~104 days, so that sums of many of them stay far from
-// overflowing int64 ns.
-constexpr Wide kMaxEventDuration = 9000000000000000;
+constexpr Wide kMaxEventDuration = kMaxEventDurationNs;
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -495,6 +495,11 @@ enum class Arg : uint8_t {
   kPgName,
   kPgDesc,
   kPgRanks,
+  // CUDA graphs (GraphNodeInfo): numbers here, strings in RawEvent.
+  kGraphId,
+  kGraphNode,
+  kCapturedBy,
+  kCaptureRanges,
   kCount
 };
 
@@ -529,6 +534,7 @@ Arg arg_of(std::string_view k) {
       break;
     case 8:
       if (k == "finished") return Arg::kFinished;
+      if (k == "graph id") return Arg::kGraphId;
       break;
     case 9:
       if (k == "Device Id") return Arg::kDeviceId;
@@ -538,11 +544,13 @@ Arg arg_of(std::string_view k) {
       if (k == "Input type") return Arg::kInputType;
       if (k == "Call stack") return Arg::kCallStack;
       if (k == "Group size") return Arg::kGroupSize;
+      if (k == "graph node") return Arg::kGraphNode;
       break;
     case 11:
       if (k == "External id" || k == "external id") return Arg::kExternalId;
       if (k == "correlation") return Arg::kCorrelation;
       if (k == "Device Type") return Arg::kDeviceType;
+      if (k == "captured by") return Arg::kCapturedBy;
       break;
     case 12:
       if (k == "warps per SM") return Arg::kWarpsPerSm;
@@ -559,6 +567,7 @@ Arg arg_of(std::string_view k) {
       if (k == "Total Reserved") return Arg::kTotalReserved;
       if (k == "Out msg nelems") return Arg::kOutNelems;
       if (k == "Out split size") return Arg::kOutSplit;
+      if (k == "capture ranges") return Arg::kCaptureRanges;
       break;
     case 15:
       if (k == "Sequence number") return Arg::kSequenceNumber;
@@ -620,6 +629,10 @@ struct RawEvent {
   std::size_t n_inputs = 0;  // of RawEvent::inputs in use
   bool has_coll = false;     // any collective arg
   CollectiveInfo coll;       // its strings (numbers are in ints)
+  bool has_captured_by = false;
+  std::string captured_by;
+  bool has_capture_ranges = false;
+  std::string capture_ranges;  // ';'-joined, as written
 
   void reset() {
     ph = 0;
@@ -635,6 +648,7 @@ struct RawEvent {
     std::fill(grid, grid + 3, 0);
     std::fill(block, block + 3, 0);
     has_stack = has_text = has_inputs = false;
+    has_captured_by = has_capture_ranges = false;
     n_inputs = 0;
     if (has_coll) {
       has_coll = false;
@@ -785,7 +799,17 @@ class TraceBuilder {
       if (strict_json(&v) > kMaxMetadataDepth)
         in_.fail_at(at, "a top-level value nests arrays and objects deeper than " +
                             std::to_string(kMaxMetadataDepth) + " (the most ptprof writes)");
+      if (key == "distributedInfo") distributed_info();
     }
+  }
+
+  // Trace::distributed from the value just kept; the text stays in the metadata only where
+  // the writer would not give it back byte for byte (keys, order or spacing of its own).
+  void distributed_info() {
+    auto it = t_.metadata.find("distributedInfo");
+    t_.distributed = parse_distributed_info(it->second);
+    if (t_.distributed && distributed_info_json(*t_.distributed) == it->second)
+      t_.metadata.erase(it);
   }
 
   void device_properties() {
@@ -981,6 +1005,12 @@ class TraceBuilder {
           break;
         case Arg::kCallStack:
           ev_.has_stack = string_value(&ev_.stack);
+          break;
+        case Arg::kCapturedBy:
+          ev_.has_captured_by = string_value(&ev_.captured_by);
+          break;
+        case Arg::kCaptureRanges:
+          ev_.has_capture_ranges = string_value(&ev_.capture_ranges);
           break;
         case Arg::kCollName:
         case Arg::kDtype:
@@ -1208,6 +1238,10 @@ class TraceBuilder {
         window_index_ = parse_int(n.substr(open + 2, n.size() - open - 3)).i64(0);
       return;
     }
+    if (ev_.cat == "python_function") {
+      python_function();
+      return;
+    }
     EventKind kind;
     if (!kind_of(ev_.cat, &kind)) return;
     // What the legacy categories merged, which ptprof's tensorboard layout writes too
@@ -1269,9 +1303,49 @@ class TraceBuilder {
       e.collective = static_cast<int32_t>(t_.collectives.size());
       t_.collectives.push_back(std::move(c));
     }
+    if (ev_.arg(Arg::kGraphId).has && (kind == EventKind::Kernel || kind == EventKind::Memcpy ||
+                                       kind == EventKind::Memset))
+      e.graph_node = graph_node_index();
     int64_t step;
     if (kind == EventKind::UserAnnotation && step_number(e.name, &step)) steps_.push_back(step);
     events_.push(e);
+  }
+
+  // The event's CUDA graph node, one entry per distinct node and capture (replays share it).
+  int32_t graph_node_index() {
+    GraphNodeInfo g;
+    g.graph_id = static_cast<uint32_t>(ev_.arg(Arg::kGraphId).u64(0));
+    g.node_id = ev_.arg(Arg::kGraphNode).u64(0);
+    std::string key = std::to_string(g.graph_id) + '/' + std::to_string(g.node_id);
+    if (ev_.has_captured_by) key += '\0' + ev_.captured_by;
+    if (ev_.has_capture_ranges) key += '\1' + ev_.capture_ranges;
+    auto [it, fresh] = graph_nodes_.try_emplace(std::move(key), 0);
+    if (!fresh) return it->second;
+    if (ev_.has_captured_by) g.captured_by = t_.intern(ev_.captured_by);
+    if (ev_.has_capture_ranges) {
+      std::string_view rest = ev_.capture_ranges;
+      while (!rest.empty()) {
+        const std::size_t semi = rest.find(';');
+        const std::string_view r = rest.substr(0, semi);
+        if (!r.empty()) g.capture_ranges.push_back(t_.intern(r));
+        if (semi == std::string_view::npos) break;
+        rest.remove_prefix(semi + 1);
+      }
+    }
+    it->second = static_cast<int32_t>(t_.graph_nodes.size());
+    t_.graph_nodes.push_back(std::move(g));
+    return it->second;
+  }
+
+  // torch.profiler's Python tracer: kept for the report's torch rules (Trace::python_functions).
+  void python_function() {
+    PythonFunction p;
+    p.name = t_.intern(ev_.name);
+    p.start_ns = time_of(ev_.ts, "ts");
+    p.duration_ns = end_of(p.start_ns, ev_.dur, true) - p.start_ns;
+    p.pid = ev_.pid;
+    p.tid = ev_.tid;
+    python_functions_.push(p);
   }
 
   void memory_event(uint64_t at) {
@@ -1365,6 +1439,7 @@ class TraceBuilder {
   void finish() {
     events_.move_into(t_.events);
     memory_events_.move_into(t_.memory_events);
+    python_functions_.move_into(t_.python_functions);
     if (base_after_events_) rebase();
     resolve_pending_flows();
     if (have_window_) {
@@ -1401,6 +1476,7 @@ class TraceBuilder {
                                     ") + this time is not an int64 ns time");
     for (Event& e : t_.events) e.start_ns += base_;
     for (MemoryEvent& m : t_.memory_events) m.time_ns += base_;
+    for (PythonFunction& p : t_.python_functions) p.start_ns += base_;
     for (Flow& f : pending_flows_) f.ts += base_;
     window_start_ += base_;
     window_end_ += base_;
@@ -1515,6 +1591,7 @@ class TraceBuilder {
   int64_t window_index_ = 0;
   Chunked<Event> events_;
   Chunked<MemoryEvent> memory_events_;
+  Chunked<PythonFunction> python_functions_;
   std::vector<Flow> pending_flows_;
   std::vector<int64_t> steps_;
   std::vector<std::pair<int64_t, std::string>> process_names_;
@@ -1524,6 +1601,7 @@ class TraceBuilder {
   std::vector<int32_t> inputs_next_;
   std::unordered_map<std::size_t, int32_t> stack_heads_;
   std::vector<int32_t> stack_next_;
+  std::unordered_map<std::string, int32_t> graph_nodes_;  // see graph_node_index()
 };
 
 }  // namespace
@@ -1534,6 +1612,8 @@ Trace read_trace(ByteSource& source, const std::string& what) {
 }
 
 Trace read_trace(const std::string& path) {
+  // A flight recorder's raw dump (a crash's) is read as the trace it stands for.
+  if (is_flight_dump(path)) return flight_trace(read_flight_dump(path));
   const std::unique_ptr<ByteSource> source = open_trace_source(path);
   return read_trace(*source, path);
 }
@@ -1541,24 +1621,6 @@ Trace read_trace(const std::string& path) {
 Trace parse_trace(std::string_view text, const std::string& what) {
   MemorySource source(text);
   return read_trace(source, what);
-}
-
-std::vector<std::string> trace_files_in(const std::string& dir) {
-  std::error_code ec;
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    auto ends = [&](const char* s) {
-      const std::size_t n = std::strlen(s);
-      return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
-    };
-    if (e.is_regular_file() && (ends(".pt.trace.json") || ends(".pt.trace.json.gz")))
-      files.push_back(e.path().string());
-  }
-  if (ec) throw Error("ptprof: cannot list " + dir + ": " + ec.message());
-  if (files.empty()) throw Error("ptprof: " + dir + " holds no *.pt.trace.json[.gz] file");
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 std::string read_trace_file(const std::string& path) {

@@ -20,17 +20,17 @@
 
 namespace ptprof::detail {
 
-// Reads the trace at `path`, gzip'ed or not (told by its first bytes, not its name).
+// The longest event a trace may hold (~104 days), so that sums of many durations stay far
+// from overflowing int64 ns: the reader rejects longer ones, writers of traces drop them.
+constexpr int64_t kMaxEventDurationNs = 9'000'000'000'000'000;
+
+// Reads the trace at `path`, gzip'ed or not (told by its first bytes, not its name); a flight
+// recorder's raw dump as the trace it stands for (flight_dump.h).
 Trace read_trace(const std::string& path);
 // Reads a trace from `source`; `what` names it in errors.
 Trace read_trace(ByteSource& source, const std::string& what);
 // Parses trace JSON text held in memory; `what` names it in errors.
 Trace parse_trace(std::string_view text, const std::string& what);
-
-// The trace files (*.pt.trace.json[.gz]) directly in `dir` (a TensorBoard run), in name order:
-// tensorboard_trace_handler names them <worker>.<time>, so a worker's windows in time order.
-// Throws ptprof::Error when `dir` cannot be listed or holds none.
-std::vector<std::string> trace_files_in(const std::string& dir);
 
 // The whole (decompressed) text of a trace file, for tests that look at the JSON itself.
 // Holds the document: the reader above does not need it.

@@ -136,6 +136,47 @@ def details():
     return out
 
 
+def flight_record(version, start, end, corr, aux, name, group, depth, scope, flags, tid):
+    """One record of src/trace/flight_format.h: eight little-endian words."""
+    bits = depth | (scope << 16) | (flags << 24) | (tid << 32)
+    return struct.pack("<8Q", version, start, end, corr, aux & (2**64 - 1),
+                       name | (group << 32), bits, version)
+
+
+def flight_dumps():
+    """(name, bytes) of raw flight recorder dumps (src/trace/flight_format.h): a hang's digest
+    with rings, the same without them, and a crash's with a torn record."""
+    names = [b"ProfilerStep#", b"forward", b"aten::nonzero", b"c10d::allreduce_", b"0",
+             b"aten::mm"]
+    ends, total = [], 0
+    for n in names:
+        total += len(n)
+        ends.append(total)
+    names_section = struct.pack("<%dI" % len(ends), *ends) + b"".join(names)
+    no_name = 0xFFFFFFFF
+    t0 = 1790000000 * 10**9
+
+    def dump(reason, rings, torn=False):
+        thread = struct.pack("<qQQQQIIII32s", 100, 1, 0, 2, 0, 3, 3, 0, 0, b"trainer")
+        stack = (flight_record(2, t0 - 5000, 0, 1, 12, 0xFFFFFFFE, no_name, 0, 7, 0, 100) +
+                 flight_record(4, t0 - 4000, 0, 2, -1, 1, no_name, 1, 7, 0, 100) +
+                 flight_record(6, t0 - 3000, 0, 3, -1, 2, no_name, 2, 0, 0, 100))
+        log = flight_record(2, t0 - 6000, t0 - 5900, 1, 41, 3, 4, 0, 0, 2, 100)
+        ring = (flight_record(2, t0 - 8000, t0 - 7000, 4, -1, 5, no_name, 2, 0, 0, 100) +
+                flight_record(4 if not torn else 5, t0 - 6900, t0 - 6800, 5, -1, 5, no_name,
+                              2, 0, 0, 100))
+        header = struct.pack("<8sIIIIiiQqqqqqqqqqqqIIqqqqIIIIQ128s32s1024s",
+                             b"PTFLIGHT", 1, 1376, reason, 1 if rings else 0,
+                             11 if reason == 5 else 0, 1, 0, 1234, 100, 3, 8, t0, t0,
+                             0, 0, 0, 0, 0, 0, 2, 10**10, 11, t0 - 5000, 5 * 10**9,
+                             len(names), total, 1, 1, 0, b"host_1234_rank3", b"gloo",
+                             b"no step() for 5.0 s")
+        return header + names_section + thread + stack + log + (ring if rings else b"")
+
+    return [("hang_rings.ptflight", dump(4, True)), ("hang_digest.ptflight", dump(4, False)),
+            ("crash_torn.ptflight", dump(5, True, torn=True))]
+
+
 SORT_BY = ["self_cpu_time_total", "cpu_time_total", "cpu_time", "self_cuda_time_total",
            "device_time_total", "count", "self_cpu_memory_usage", "flops", "", "cpu_time_totals"]
 
@@ -151,6 +192,8 @@ def main():
     write("trace_file", "two_members.json.gz", z + gzip.compress(b" ", mtime=0))
     for name, data in details():
         write("details", name, data)
+    for name, data in flight_dumps():
+        write("flight_dump", name, data)
     for i, name in enumerate(SORT_BY):
         write("sort_by", "name%02d" % i, name)
 

@@ -187,6 +187,7 @@ class FakeCuptiApi : public detail::CuptiApi {
   bool timestamp_callback_replaced = false;
   // Completes buffers on another thread while flush_all waits (CUPTI's worker thread).
   bool complete_on_other_thread = false;
+  std::set<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> failing_callbacks;
 
   // ---- observed state ----
   CUpti_BuffersCallbackRequestFunc request = nullptr;
@@ -198,6 +199,10 @@ class FakeCuptiApi : public detail::CuptiApi {
   int synchronizes = 0;
   uint64_t dropped = 0;
   uint32_t next_correlation = 100;
+  CUpti_CallbackFunc callback = nullptr;  // the subscriber's (lean mode)
+  std::set<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> callbacks_on;
+  // Per-call API records switched on (cuptiActivityEnableRuntimeApi/DriverApi) or off.
+  std::set<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> api_records_on;
 
   std::string driver_problem() override { return driver_problem_text; }
   CUptiResult get_version(uint32_t* v) override {
@@ -229,6 +234,40 @@ class FakeCuptiApi : public detail::CuptiApi {
     *holder = subscriber_holder;
     return subscribe_result;
   }
+  CUptiResult subscribe(CUpti_CallbackFunc fn, CUpti_SubscriberHandle* handle,
+                        std::string* holder) override {
+    if (subscribe_result != CUPTI_SUCCESS) {
+      *holder = subscriber_holder;
+      return subscribe_result;
+    }
+    callback = fn;
+    *handle = reinterpret_cast<CUpti_SubscriberHandle>(this);
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult unsubscribe(CUpti_SubscriberHandle) override {
+    callback = nullptr;
+    callbacks_on.clear();
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult enable_callback(CUpti_SubscriberHandle, CUpti_CallbackDomain domain,
+                              CUpti_CallbackId cbid, bool enable) override {
+    if (failing_callbacks.count({domain, cbid})) return CUPTI_ERROR_NOT_SUPPORTED;
+    if (enable) {
+      callbacks_on.insert({domain, cbid});
+    } else {
+      callbacks_on.erase({domain, cbid});
+    }
+    return CUPTI_SUCCESS;
+  }
+  // A node's or graph's CUPTI id: the fake's handles are their ids.
+  CUptiResult graph_node_id(CUgraphNode node, uint64_t* id) override {
+    *id = reinterpret_cast<uintptr_t>(node);
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult graph_id(CUgraph graph, uint32_t* id) override {
+    *id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(graph));
+    return CUPTI_SUCCESS;
+  }
   CUptiResult register_timestamp_callback(CUpti_TimestampCallbackFunc fn) override {
     if (timestamp_callback_result == CUPTI_SUCCESS) timestamp = fn;
     return timestamp_callback_result;
@@ -252,7 +291,13 @@ class FakeCuptiApi : public detail::CuptiApi {
     enabled.erase(k);
     return CUPTI_SUCCESS;
   }
-  CUptiResult enable_api_record(CUpti_CallbackDomain, CUpti_CallbackId, bool) override {
+  CUptiResult enable_api_record(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                bool enable) override {
+    if (enable) {
+      api_records_on.insert({domain, cbid});
+    } else {
+      api_records_on.erase({domain, cbid});
+    }
     return CUPTI_SUCCESS;
   }
   CUptiResult enable_cuda_event_device_timestamps(bool) override { return CUPTI_SUCCESS; }
@@ -300,7 +345,12 @@ class FakeCuptiApi : public detail::CuptiApi {
   }
 
   // ---- driving the fake like a GPU ----
-  uint64_t now() const { return static_cast<uint64_t>(detail::now_ns() + clock_offset()); }
+  // CUPTI's timestamp: our callback's (ns in classic mode, ticks in lean mode) while it is
+  // in place, else CUPTI's own clock.
+  uint64_t now() const {
+    if (timestamp && !timestamp_callback_replaced) return timestamp();
+    return static_cast<uint64_t>(detail::now_ns() + cupti_clock_offset_ns);
+  }
   int64_t clock_offset() const {
     return timestamp && !timestamp_callback_replaced ? 0 : cupti_clock_offset_ns;
   }
@@ -319,6 +369,47 @@ class FakeCuptiApi : public detail::CuptiApi {
                     static_cast<uint32_t>(::getpid())));
     return c;
   }
+  // A runtime or driver call as CUPTI's callback API reports it to the subscriber: the enter
+  // callback, `body` (the call's work: nested calls, GPU records), the exit callback, with one
+  // CUpti_CallbackData whose correlationData the subscriber owns across both. Nothing is
+  // reported for a call whose callback is off. Returns the call's correlation id.
+  template <typename Body>
+  uint32_t callback_call(bool driver, CUpti_CallbackId cbid, Body&& body) {
+    const CUpti_CallbackDomain domain =
+        driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+    const uint32_t c = next_correlation++;
+    const bool on = callback != nullptr && callbacks_on.count({domain, cbid}) != 0;
+    uint64_t correlation_data = 0;
+    CUpti_CallbackData d;
+    std::memset(&d, 0, sizeof(d));
+    d.functionName = callback_name(domain, cbid);
+    d.correlationId = c;
+    d.correlationData = &correlation_data;
+    d.callbackSite = CUPTI_API_ENTER;
+    if (on) callback(nullptr, domain, cbid, &d);
+    body(c);
+    d.callbackSite = CUPTI_API_EXIT;
+    if (on) callback(nullptr, domain, cbid, &d);
+    return c;
+  }
+  uint32_t callback_call(bool driver, CUpti_CallbackId cbid) {
+    return callback_call(driver, cbid, [](uint32_t) {});
+  }
+  // CUPTI's resource callback for a graph node (created, cloned from `original`, destroyed).
+  void graph_node_event(CUpti_CallbackId cbid, uint64_t node, uint32_t graph,
+                        uint64_t original = 0) {
+    if (callback == nullptr || callbacks_on.count({CUPTI_CB_DOMAIN_RESOURCE, cbid}) == 0) return;
+    CUpti_GraphData g;
+    std::memset(&g, 0, sizeof(g));
+    g.graph = reinterpret_cast<CUgraph>(static_cast<uintptr_t>(graph));
+    g.node = reinterpret_cast<CUgraphNode>(static_cast<uintptr_t>(node));
+    g.originalNode = reinterpret_cast<CUgraphNode>(static_cast<uintptr_t>(original));
+    CUpti_ResourceData r;
+    std::memset(&r, 0, sizeof(r));
+    r.resourceDescriptor = &g;
+    callback(nullptr, CUPTI_CB_DOMAIN_RESOURCE, cbid, &r);
+  }
+
   void complete_current() {
     if (current_ == nullptr) return;
     uint8_t* b = current_;
@@ -352,6 +443,35 @@ class FakeCuptiApi : public detail::CuptiApi {
   std::size_t capacity_ = 0;
   std::size_t used_ = 0;
 };
+
+// A CPU op or user range as the session puts it into the trace: Unix ns, External id = op id.
+inline Event cpu_event(Trace& t, const char* name, uint64_t id, int64_t pid, int64_t tid,
+                       int64_t start_ns, int64_t duration_ns, EventKind kind = EventKind::CpuOp) {
+  Event e;
+  e.kind = kind;
+  e.name = t.intern(name);
+  e.start_ns = start_ns;
+  e.duration_ns = duration_ns;
+  e.pid = pid;
+  e.tid = tid;
+  e.external_id = id;
+  return e;
+}
+
+inline std::vector<const Event*> events_of(const Trace& t, EventKind kind) {
+  std::vector<const Event*> out;
+  for (const Event& e : t.events) {
+    if (e.kind == kind) out.push_back(&e);
+  }
+  return out;
+}
+
+inline const Event* event_with(const Trace& t, EventKind kind, uint64_t correlation) {
+  for (const Event& e : t.events) {
+    if (e.kind == kind && e.correlation == correlation) return &e;
+  }
+  return nullptr;
+}
 
 // Decodes one hand-built record and hands it to the correlator, as the backend does.
 template <typename Record>

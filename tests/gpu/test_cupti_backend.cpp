@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trace/clock.h"
+#include "backend_fixture.h"
 #include "cupti_test_util.h"
 #include "gpu/cupti_backend.h"
 
@@ -18,54 +19,27 @@ namespace ptprof::detail {
 namespace {
 
 constexpr CUpti_CallbackId kLaunch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-constexpr int64_t kUnixOffset = 1700000000000000000;
+constexpr int64_t kUnixOffset = test::kBackendUnixOffset;
+using test::os_tid;
 
-int64_t os_tid() {
-  return static_cast<int64_t>(::syscall(SYS_gettid));
+bool contains(const std::vector<Status>& v, const std::string& needle) {
+  return std::any_of(v.begin(), v.end(), [&](const Status& s) {
+    return s.message().find(needle) != std::string::npos;
+  });
 }
 
-bool contains(const std::vector<std::string>& v, const std::string& needle) {
-  return std::any_of(v.begin(), v.end(),
-                     [&](const std::string& s) { return s.find(needle) != std::string::npos; });
+// The message of an enable() that must fail as kUnavailable.
+std::string refused_enable(GpuBackend& backend) {
+  const Status st = backend.enable();
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  return st.message();
 }
 
-class BackendTest : public ::testing::Test {
+// Classic mode's lifecycle and joins (lean mode's are in test_cupti_lean.cpp).
+class BackendTest : public test::BackendFixture {
  protected:
-  void make() { backend_ = make_cupti_backend(options_, api_); }
-  void enable() {
-    make();
-    std::string err;
-    ASSERT_TRUE(backend_->enable(&err)) << err;
-  }
-  // A CPU op of this thread, as the session puts it into the trace.
-  void cpu_op(const char* name, uint64_t id, int64_t start, int64_t end,
-              EventKind kind = EventKind::CpuOp) {
-    Event e;
-    e.kind = kind;
-    e.name = trace_.intern(name);
-    e.start_ns = start + kUnixOffset;
-    e.duration_ns = end - start;
-    e.pid = ::getpid();
-    e.tid = os_tid();
-    e.external_id = id;
-    trace_.events.push_back(e);
-  }
-  void end_window(int64_t start, int64_t end) {
-    backend_->end_window(start, end, kUnixOffset, trace_, &warnings_);
-  }
-  std::vector<const Event*> all(EventKind kind) const {
-    std::vector<const Event*> out;
-    for (const Event& e : trace_.events) {
-      if (e.kind == kind) out.push_back(&e);
-    }
-    return out;
-  }
-  const Event* find(EventKind kind, uint64_t correlation) const {
-    for (const Event& e : trace_.events) {
-      if (e.kind == kind && e.correlation == correlation) return &e;
-    }
-    return nullptr;
-  }
+  BackendTest() { options_.tracing = CudaTracing::Classic; }
   // One launch: runtime call now, its kernel `delay_ns` later. Returns the correlation id.
   uint32_t launch(int64_t delay_ns = 20000, uint32_t stream = 7) {
     const uint64_t t = api_.now();
@@ -73,12 +47,6 @@ class BackendTest : public ::testing::Test {
     api_.emit(test::kernel_record("_Z6kernelv", c, t + delay_ns, t + delay_ns + 5000, 0, stream));
     return c;
   }
-
-  test::FakeCuptiApi api_;
-  GpuOptions options_;
-  std::unique_ptr<GpuBackend> backend_;
-  Trace trace_;
-  std::vector<std::string> warnings_;
 };
 
 TEST_F(BackendTest, NamesAMissingDriver) {
@@ -86,7 +54,7 @@ TEST_F(BackendTest, NamesAMissingDriver) {
   make();
   EXPECT_EQ(backend_->unavailable_reason(), api_.driver_problem_text);
   std::string err;
-  EXPECT_FALSE(backend_->enable(&err));
+  err = refused_enable(*backend_);
   EXPECT_EQ(err, api_.driver_problem_text);
   EXPECT_TRUE(api_.enabled.empty());
   EXPECT_EQ(api_.request, nullptr);
@@ -125,7 +93,7 @@ TEST(RealCuptiApiTest, NamesTheMissingDriverOnThisMachine) {
   EXPECT_NE(reason.find("no NVIDIA driver"), std::string::npos) << reason;
   EXPECT_NE(reason.find("libcuda.so.1"), std::string::npos) << reason;
   std::string err;
-  EXPECT_FALSE(backend->enable(&err));
+  err = refused_enable(*backend);
   EXPECT_EQ(err, reason);
 }
 
@@ -155,7 +123,7 @@ TEST_F(BackendTest, RefusesWhileLibtorchsProfilerRuns) {
   make();
   EXPECT_EQ(backend_->unavailable_reason(), "");
   std::string err;
-  EXPECT_FALSE(backend_->enable(&err));
+  err = refused_enable(*backend_);
   EXPECT_NE(err.find("libtorch's own profiler"), std::string::npos) << err;
   EXPECT_TRUE(api_.enabled.empty());
   EXPECT_EQ(api_.request, nullptr);  // its buffer callbacks are left alone
@@ -166,7 +134,7 @@ TEST_F(BackendTest, RefusesWhenAnotherSubscriberHoldsCupti) {
   api_.subscriber_holder = "CUPTI for Nsight Systems";
   make();
   std::string err;
-  EXPECT_FALSE(backend_->enable(&err));
+  err = refused_enable(*backend_);
   EXPECT_NE(err.find("already in use by another profiler (CUPTI for Nsight Systems)"),
             std::string::npos)
       << err;
@@ -176,7 +144,7 @@ TEST_F(BackendTest, RefusesWhenAnotherSubscriberHoldsCupti) {
   test::FakeCuptiApi anonymous;
   anonymous.subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   auto b = make_cupti_backend(options_, anonymous);
-  EXPECT_FALSE(b->enable(&err));
+  err = refused_enable(*b);
   EXPECT_NE(err.find("libtorch's own profiler if it ran earlier"), std::string::npos) << err;
   EXPECT_NE(err.find("TEARDOWN_CUPTI=1"), std::string::npos) << err;
 
@@ -185,7 +153,7 @@ TEST_F(BackendTest, RefusesWhenAnotherSubscriberHoldsCupti) {
   unnamed.subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   unnamed.subscriber_holder = "CUPTI for <not provided>";
   auto c = make_cupti_backend(options_, unnamed);
-  EXPECT_FALSE(c->enable(&err));
+  err = refused_enable(*c);
   EXPECT_NE(err.find("TEARDOWN_CUPTI=1"), std::string::npos) << err;
   EXPECT_EQ(err.find("<not provided>"), std::string::npos) << err;
 }
@@ -214,7 +182,7 @@ TEST_F(BackendTest, RequiredKindFailureFailsEnable) {
   api_.failing_kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
   make();
   std::string err;
-  EXPECT_FALSE(backend_->enable(&err));
+  err = refused_enable(*backend_);
   EXPECT_NE(err.find("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL"), std::string::npos) << err;
   EXPECT_TRUE(api_.enabled.empty());  // what was enabled is turned off again
 }
@@ -275,7 +243,7 @@ TEST_F(BackendTest, WindowJoinsKernelsToTheInnermostOp) {
   cpu_op("aten::addmm", 1002, t0 + 1, t1 - 1);
   end_window(start, end);
 
-  EXPECT_TRUE(warnings_.empty()) << warnings_[0];
+  EXPECT_TRUE(warnings_.empty()) << warnings_[0].message();
   EXPECT_GE(api_.flushes, 2);  // FlushAll(0), then forced
   EXPECT_GE(api_.synchronizes, 1);
   ASSERT_EQ(all(EventKind::Kernel).size(), 3u);
@@ -359,7 +327,7 @@ TEST_F(BackendTest, DroppedRecordsAreCountedAndReported) {
 
   // The buffers came back to the pool: the next window has room again.
   Trace next;
-  std::vector<std::string> w2;
+  std::vector<Status> w2;
   const int64_t s2 = now_ns();
   backend_->begin_window(s2);
   for (int i = 0; i < 10; ++i) {

@@ -76,18 +76,9 @@ class CorrelatorTest : public ::testing::Test {
     return cor_.finish(w, {{kThreadA, kTidA}, {kThreadB, kTidB}}, trace_);
   }
 
-  std::vector<const Event*> all(EventKind kind) const {
-    std::vector<const Event*> out;
-    for (const Event& e : trace_.events) {
-      if (e.kind == kind) out.push_back(&e);
-    }
-    return out;
-  }
+  std::vector<const Event*> all(EventKind kind) const { return test::events_of(trace_, kind); }
   const Event* find(EventKind kind, uint64_t correlation) const {
-    for (const Event& e : trace_.events) {
-      if (e.kind == kind && e.correlation == correlation) return &e;
-    }
-    return nullptr;
+    return test::event_with(trace_, kind, correlation);
   }
   const Event* annotation_span(const char* name, int64_t stream) const {
     for (const Event& e : trace_.events) {

@@ -263,6 +263,66 @@ TEST_F(GpuCheckScript, FlagsAMissingConflictWarning) {
   EXPECT_EQ(f["failures"][0]["check"], "conflict_warning");
 }
 
+// gpu_launch_layers' figures: copied into gpu-check.json; a ptprof mode that missed kernels
+// in its launch rounds, or a callbacks layer that saw no call, fails the check.
+TEST_F(GpuCheckScript, ReportsLaunchLayersAndFlagsMissedKernels) {
+  write_json(dir_ + "/ptprof.json", ptprof_trace());
+  json layers = {{"launches_per_round", 20000},
+                 {"rounds", 5},
+                 {"callbacks_seen", 100000},
+                 {"ptprof_lean_kernels_min", 20000},
+                 {"ptprof_classic_kernels_min", 20000},
+                 {"baseline_us_per_launch", 4.1},
+                 {"added_us_per_launch",
+                  {{"activity", 0.2}, {"callbacks", 0.3}, {"runtime_api", 1.1},
+                   {"driver_api", 1.6}, {"external", 1.9}, {"ptprof_lean", 0.45},
+                   {"ptprof_classic", 2.5}, {"kineto", 3.1}}}};
+  write_json(dir_ + "/layers.json", layers);
+  ASSERT_EQ(run("--verify-only " + dir_ + "/ptprof.json --layers " + dir_ + "/layers.json " +
+                dir_),
+            0);
+  const json fig = read_json(dir_ + "/gpu-check.json");
+  EXPECT_EQ(fig.at("launch_layers_us").at("ptprof_lean"), 0.45);
+  EXPECT_EQ(fig.at("launch_layers_us").at("kineto"), 3.1);
+  EXPECT_EQ(fig.at("launch_layers_baseline_us"), 4.1);
+
+  layers["ptprof_lean_kernels_min"] = 19000;
+  write_json(dir_ + "/layers.json", layers);
+  EXPECT_EQ(run("--verify-only " + dir_ + "/ptprof.json --layers " + dir_ + "/layers.json " +
+                dir_),
+            1);
+  layers["ptprof_lean_kernels_min"] = 20000;
+  layers["callbacks_seen"] = 0;
+  write_json(dir_ + "/layers.json", layers);
+  EXPECT_EQ(run("--verify-only " + dir_ + "/ptprof.json --layers " + dir_ + "/layers.json " +
+                dir_),
+            1);
+}
+
+// gpu_graph_check's counts: every replayed kernel must name and be attributed to its
+// capturing op, and graph_launches_only must give one event per replay.
+TEST_F(GpuCheckScript, FlagsGraphReplaysWithoutTheirCapturingOp) {
+  write_json(dir_ + "/ptprof.json", ptprof_trace());
+  json graph = {{"replays", 5},
+                {"lean", {{"kernels", 80}, {"graph_kernels", 60}, {"captured", 60},
+                          {"attributed", 60}, {"graph_launches", 0}}},
+                {"graph_launches_only", {{"kernels", 5}, {"graph_kernels", 0},
+                                         {"captured", 0}, {"attributed", 0},
+                                         {"graph_launches", 5}}}};
+  const std::string args =
+      "--verify-only " + dir_ + "/ptprof.json --graph " + dir_ + "/graph.json " + dir_;
+  write_json(dir_ + "/graph.json", graph);
+  ASSERT_EQ(run(args), 0);
+  EXPECT_EQ(read_json(dir_ + "/gpu-check.json").at("graph").at("lean").at("attributed"), 60);
+  graph["lean"]["attributed"] = 48;  // 12 left with the replay's range
+  write_json(dir_ + "/graph.json", graph);
+  EXPECT_EQ(run(args), 1);
+  graph["lean"]["attributed"] = 60;
+  graph["graph_launches_only"]["graph_launches"] = 4;
+  write_json(dir_ + "/graph.json", graph);
+  EXPECT_EQ(run(args), 1);
+}
+
 TEST_F(GpuCheckScript, FullRunWithoutAGpuSaysSo) {
   void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
   if (driver != nullptr) {

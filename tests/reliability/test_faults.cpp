@@ -43,7 +43,7 @@ struct Work {
 int remove_entry(const char* path, const struct stat*, int, struct FTW*) {
   return ::remove(path);
 }
-// rm -rf (std::filesystem::remove_all is unusable next to libtorch: see test_util.cpp).
+// rm -rf (std::filesystem::remove_all is unusable next to libtorch: see tests/support/test_support.cpp).
 void remove_tree(const std::string& path) {
   ::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
