@@ -10,6 +10,7 @@
 #include "recording/details.h"
 #include "trace/collectives.h"
 #include "trace/flops.h"
+#include "trace/fwd_bwd.h"
 #include "trace/json_writer.h"
 
 namespace ptprof::detail {
@@ -228,6 +229,7 @@ void assemble_trace(const Collected& c, const WindowInfo& w, Symbolizer& symboli
 
 void finish_trace(Trace& t) {
   t.rebuild_tree();
+  number_evaluate_functions(t.events);
   t.attribute_memory();
   share_collectives_with_kernels(t);
 }

@@ -11,12 +11,15 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "ptprof/error.h"
 #include "ptprof/trace.h"
+#include "trace/arg_keys.h"
 #include "trace/clock.h"
 #include "trace/distributed_info.h"
+#include "trace/fwd_bwd.h"
 
 namespace ptprof::detail {
 
@@ -35,7 +38,7 @@ void write_dims(JsonWriter& w, const std::vector<int64_t>& dims) {
 // PyTorch's record_shapes args: one entry per input in each list.
 void write_inputs(JsonWriter& w, const std::vector<OpInput>& inputs) {
   using Kind = OpInput::Kind;
-  w.key("Input Dims").begin_array();
+  w.key(arg_keys::kInputDims).begin_array();
   for (const OpInput& in : inputs) {
     if (in.kind == Kind::Tensor) {
       write_dims(w, in.sizes);
@@ -48,10 +51,10 @@ void write_inputs(JsonWriter& w, const std::vector<OpInput>& inputs) {
     }
   }
   w.end_array();
-  w.key("Input type").begin_array();
+  w.key(arg_keys::kInputType).begin_array();
   for (const OpInput& in : inputs) w.value(in.dtype);
   w.end_array();
-  w.key("Input Strides").begin_array();
+  w.key(arg_keys::kInputStrides).begin_array();
   for (const OpInput& in : inputs) {
     if (in.kind == Kind::Tensor) {
       write_dims(w, in.strides);
@@ -60,7 +63,7 @@ void write_inputs(JsonWriter& w, const std::vector<OpInput>& inputs) {
     }
   }
   w.end_array();
-  w.key("Concrete Inputs").begin_array();
+  w.key(arg_keys::kConcreteInputs).begin_array();
   for (const OpInput& in : inputs) w.value(in.concrete);
   w.end_array();
 }
@@ -75,20 +78,20 @@ void write_collective(JsonWriter& w, const Trace& t, const Event& e) {
   auto number = [&](std::string_view key, int64_t v) {
     if (v >= 0) w.key(key).value(v);
   };
-  text("Collective name", c.name);
-  number("In msg nelems", c.in_nelems);
-  number("Out msg nelems", c.out_nelems);
-  number("Group size", c.group_size);
-  text("dtype", c.dtype);
-  text("In split size", c.in_split);
-  text("Out split size", c.out_split);
-  text("Process Group Name", c.pg_name);
-  text("Process Group Description", c.pg_desc);
-  text("Process Group Ranks", c.pg_ranks);
-  number("Rank", c.rank);
-  number("Global rank start", c.global_rank_start);
-  number("Global rank stride", c.global_rank_stride);
-  number("Seq", c.seq);
+  text(arg_keys::kCollName, c.name);
+  number(arg_keys::kInNelems, c.in_nelems);
+  number(arg_keys::kOutNelems, c.out_nelems);
+  number(arg_keys::kGroupSize, c.group_size);
+  text(arg_keys::kDtype, c.dtype);
+  text(arg_keys::kInSplit, c.in_split);
+  text(arg_keys::kOutSplit, c.out_split);
+  text(arg_keys::kPgName, c.pg_name);
+  text(arg_keys::kPgDesc, c.pg_desc);
+  text(arg_keys::kPgRanks, c.pg_ranks);
+  number(arg_keys::kRank, c.rank);
+  number(arg_keys::kGlobalRankStart, c.global_rank_start);
+  number(arg_keys::kGlobalRankStride, c.global_rank_stride);
+  number(arg_keys::kSeq, c.seq);
 }
 
 // GPU work replayed by a CUDA graph: its node and what captured it (ptprof's args; Kineto
@@ -96,25 +99,25 @@ void write_collective(JsonWriter& w, const Trace& t, const Event& e) {
 void write_graph_node(JsonWriter& w, const Trace& t, const Event& e) {
   if (e.graph_node < 0 || static_cast<std::size_t>(e.graph_node) >= t.graph_nodes.size()) return;
   const GraphNodeInfo& g = t.graph_nodes[static_cast<std::size_t>(e.graph_node)];
-  w.key("graph id").value(g.graph_id);
-  if (g.node_id != 0) w.key("graph node").value(g.node_id);
-  if (!g.captured_by.empty()) w.key("captured by").value(g.captured_by);
+  w.key(arg_keys::kGraphId).value(g.graph_id);
+  if (g.node_id != 0) w.key(arg_keys::kGraphNode).value(g.node_id);
+  if (!g.captured_by.empty()) w.key(arg_keys::kCapturedBy).value(g.captured_by);
   if (!g.capture_ranges.empty()) {
     std::string joined;
     for (std::string_view r : g.capture_ranges) {
       if (!joined.empty()) joined += ';';
       joined += r;
     }
-    w.key("capture ranges").value(joined);
+    w.key(arg_keys::kCaptureRanges).value(joined);
   }
 }
 
 void write_cpu_args(JsonWriter& w, const Trace& t, const Event& e, uint64_t index) {
   w.key("args").begin_object();
-  if (e.external_id != 0) w.key("External id").value(e.external_id);
+  if (e.external_id != 0) w.key(arg_keys::kExternalId).value(e.external_id);
   if (e.inputs >= 0 && static_cast<std::size_t>(e.inputs) < t.op_inputs.size())
     write_inputs(w, t.op_inputs[e.inputs]);
-  if (e.flops != 0) w.key("flops").value(e.flops);
+  if (e.flops != 0) w.key(arg_keys::kFlops).value(e.flops);
   write_collective(w, t, e);
   if (e.stack >= 0 && static_cast<std::size_t>(e.stack) < t.stacks.size()) {
     std::string joined;
@@ -122,70 +125,75 @@ void write_cpu_args(JsonWriter& w, const Trace& t, const Event& e, uint64_t inde
       if (!joined.empty()) joined += ';';
       joined += f;
     }
-    w.key("Call stack").value(joined);
+    w.key(arg_keys::kCallStack).value(joined);
   }
-  w.key("Record function id").value(e.record_function_id);
+  w.key(arg_keys::kRecordFunctionId).value(e.record_function_id);
   if (e.sequence_nr >= 0) {
-    w.key("Fwd thread id").value(e.fwd_thread_id);
-    w.key("Sequence number").value(e.sequence_nr);
+    w.key(arg_keys::kFwdThreadId).value(e.fwd_thread_id);
+    w.key(arg_keys::kSequenceNumber).value(e.sequence_nr);
   }
-  w.key("Ev Idx").value(index);
-  if (!e.finished) w.key("finished").value(false);
+  w.key(arg_keys::kEvIdx).value(index);
+  if (!e.finished) w.key(arg_keys::kFinished).value(false);
   w.end_object();
 }
 
 void write_gpu_args(JsonWriter& w, const Trace& t, const Event& e) {
   w.key("args").begin_object();
-  if (e.external_id != 0) w.key("External id").value(e.external_id);
+  if (e.external_id != 0) w.key(arg_keys::kExternalId).value(e.external_id);
   switch (e.kind) {
     case EventKind::Kernel: {
       const KernelInfo& k = e.kernel;
-      w.key("queued").value(k.queued);
-      w.key("device").value(e.device);
-      w.key("context").value(k.context);
-      w.key("stream").value(e.stream);
-      w.key("correlation").value(e.correlation);
-      w.key("registers per thread").value(k.registers_per_thread);
-      w.key("shared memory").value(k.shared_memory);
-      w.key("blocks per SM").value(static_cast<double>(k.blocks_per_sm));
-      w.key("warps per SM").value(static_cast<double>(k.warps_per_sm));
-      w.key("grid").begin_array().value(k.grid[0]).value(k.grid[1]).value(k.grid[2]).end_array();
-      w.key("block")
+      w.key(arg_keys::kQueued).value(k.queued);
+      w.key(arg_keys::kDevice).value(e.device);
+      w.key(arg_keys::kContext).value(k.context);
+      w.key(arg_keys::kStream).value(e.stream);
+      w.key(arg_keys::kCorrelation).value(e.correlation);
+      w.key(arg_keys::kRegisters).value(k.registers_per_thread);
+      w.key(arg_keys::kSharedMemory).value(k.shared_memory);
+      w.key(arg_keys::kBlocksPerSm).value(static_cast<double>(k.blocks_per_sm));
+      w.key(arg_keys::kWarpsPerSm).value(static_cast<double>(k.warps_per_sm));
+      w.key(arg_keys::kGrid)
+          .begin_array()
+          .value(k.grid[0])
+          .value(k.grid[1])
+          .value(k.grid[2])
+          .end_array();
+      w.key(arg_keys::kBlock)
           .begin_array()
           .value(k.block[0])
           .value(k.block[1])
           .value(k.block[2])
           .end_array();
-      w.key("est. achieved occupancy %").value(k.occupancy_pct);
+      w.key(arg_keys::kOccupancy).value(k.occupancy_pct);
       write_collective(w, t, e);  // an NCCL kernel: its collective's, as Kineto copies them
       write_graph_node(w, t, e);
       break;
     }
     case EventKind::Memcpy:
     case EventKind::Memset: {
-      w.key("device").value(e.device);
-      w.key("context").value(e.transfer.context);
-      w.key("stream").value(e.stream);
-      w.key("correlation").value(e.correlation);
-      w.key("bytes").value(e.transfer.bytes);
+      w.key(arg_keys::kDevice).value(e.device);
+      w.key(arg_keys::kContext).value(e.transfer.context);
+      w.key(arg_keys::kStream).value(e.stream);
+      w.key(arg_keys::kCorrelation).value(e.correlation);
+      w.key(arg_keys::kBytes).value(e.transfer.bytes);
       if (e.duration_ns > 0) {
-        w.key("memory bandwidth (GB/s)")
+        w.key(arg_keys::kBandwidth)
             .value(static_cast<double>(e.transfer.bytes) / static_cast<double>(e.duration_ns));
       } else {
-        w.key("memory bandwidth (GB/s)").value("N/A");
+        w.key(arg_keys::kBandwidth).value("N/A");
       }
       write_graph_node(w, t, e);
       break;
     }
     case EventKind::CudaRuntime:
     case EventKind::CudaDriver:
-      w.key("cbid").value(e.cbid);
-      w.key("correlation").value(e.correlation);
+      w.key(arg_keys::kCbid).value(e.cbid);
+      w.key(arg_keys::kCorrelation).value(e.correlation);
       break;
     case EventKind::CudaSync:
-      w.key("stream").value(e.stream);
-      w.key("correlation").value(e.correlation);
-      w.key("device").value(e.device);
+      w.key(arg_keys::kStream).value(e.stream);
+      w.key(arg_keys::kCorrelation).value(e.correlation);
+      w.key(arg_keys::kDevice).value(e.device);
       break;
     default:
       break;
@@ -254,7 +262,7 @@ void write_event_args(JsonWriter& w, const Trace& t, const Event& e, uint64_t in
   if (e.kind == EventKind::CpuOp || e.kind == EventKind::UserAnnotation) {
     write_cpu_args(w, t, e, index);
   } else if (e.kind == EventKind::GpuUserAnnotation) {
-    w.key("args").begin_object().key("External id").value(e.external_id).end_object();
+    w.key("args").begin_object().key(arg_keys::kExternalId).value(e.external_id).end_object();
   } else if (e.kind != EventKind::Overhead) {
     write_gpu_args(w, t, e);
   }
@@ -273,22 +281,32 @@ void write_trace_events(const Trace& t, JsonWriter& w, int64_t base_ns, const Ev
   auto pid_of = [&](const Event& e) {
     return is_gpu(e.kind) ? device_pid(e.pid) : host_pid(e.pid);
   };
-  auto flow = [&](const Event& e, bool start) {
+  // A flow's end at `e`: "ac2g" (launch to GPU activity, id = correlation) or "fwdbwd"
+  // (forward op to backward node, ids from 1), as Kineto writes them.
+  auto flow = [&](const Event& e, bool start, uint64_t id, const char* cat) {
     w.newline().begin_object();
     w.key("ph").value(start ? "s" : "f");
-    if (p.flow_id_base == 0) {
-      w.key("id").value(e.correlation);
-    } else {
-      w.key("id").value(static_cast<uint64_t>(e.correlation) + p.flow_id_base);
-    }
+    w.key("id").value(id + p.flow_id_base);
     w.key("pid").value(pid_of(e));
     w.key("tid").value(e.tid);
     w.key("ts").value_us(rel(e.start_ns));
-    w.key("cat").value("ac2g");
-    w.key("name").value("ac2g");
+    w.key("cat").value(cat);
+    w.key("name").value(cat);
     if (!start) w.key("bp").value("e");
     w.end_object();
   };
+  // The fwdbwd flows' ends by event position: (position, id, start).
+  std::vector<std::tuple<std::size_t, uint64_t, bool>> fwdbwd;
+  {
+    const std::vector<FwdBwdLink> links = fwd_bwd_links(t.events);
+    fwdbwd.reserve(2 * links.size());
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      fwdbwd.emplace_back(links[i].forward, i + 1, true);
+      fwdbwd.emplace_back(links[i].backward, i + 1, false);
+    }
+    std::sort(fwdbwd.begin(), fwdbwd.end());
+  }
+  std::size_t next_fwdbwd = 0;
 
   // Activities, each followed by its flow event (Kineto's order).
   std::set<std::pair<int64_t, int64_t>> streams;  // (device, stream) of GPU events
@@ -307,8 +325,14 @@ void write_trace_events(const Trace& t, JsonWriter& w, int64_t base_ns, const Ev
     w.key("dur").value_us(e.duration_ns > 0 ? e.duration_ns : 0);
     write_event_args(w, t, e, index);
     w.end_object();
-    if (e.flow_start) flow(e, true);
-    if (e.flow_end) flow(e, false);
+    if (e.flow_start) flow(e, true, static_cast<uint64_t>(e.correlation), "ac2g");
+    if (e.flow_end) flow(e, false, static_cast<uint64_t>(e.correlation), "ac2g");
+    const std::size_t position = static_cast<std::size_t>(&e - t.events.data());
+    for (; next_fwdbwd < fwdbwd.size() && std::get<0>(fwdbwd[next_fwdbwd]) <= position;
+         ++next_fwdbwd) {
+      const auto& [at, id, start] = fwdbwd[next_fwdbwd];
+      if (at == position) flow(e, start, id, "fwdbwd");
+    }
     if (is_gpu(e.kind) && e.kind != EventKind::Overhead) {
       streams.emplace(e.pid, e.tid);
       gpu_devices.insert(e.pid);
@@ -328,13 +352,13 @@ void write_trace_events(const Trace& t, JsonWriter& w, int64_t base_ns, const Ev
     w.key("tid").value(m.tid);
     w.key("ts").value_us(rel(m.time_ns));
     w.key("args").begin_object();
-    w.key("Total Reserved").value(m.total_reserved);
-    w.key("Total Allocated").value(m.total_allocated);
-    w.key("Bytes").value(m.bytes);
-    w.key("Addr").value(m.address);
-    w.key("Device Id").value(static_cast<int64_t>(m.device_index));
-    w.key("Device Type").value(static_cast<int64_t>(m.device_type));
-    w.key("Ev Idx").value(index++);
+    w.key(arg_keys::kTotalReserved).value(m.total_reserved);
+    w.key(arg_keys::kTotalAllocated).value(m.total_allocated);
+    w.key(arg_keys::kMemBytes).value(m.bytes);
+    w.key(arg_keys::kAddr).value(m.address);
+    w.key(arg_keys::kDeviceId).value(static_cast<int64_t>(m.device_index));
+    w.key(arg_keys::kDeviceType).value(static_cast<int64_t>(m.device_type));
+    w.key(arg_keys::kEvIdx).value(index++);
     w.end_object().end_object();
     w.maybe_flush();
   }
@@ -343,28 +367,30 @@ void write_trace_events(const Trace& t, JsonWriter& w, int64_t base_ns, const Ev
   const std::string& pname = p.process_name.empty() ? t.process_name : p.process_name;
   auto str = [](const std::string& s) { return [&s](JsonWriter& w) { w.value(s); }; };
   auto num = [](int64_t v) { return [v](JsonWriter& w) { w.value(v); }; };
-  write_meta(w.newline(), "process_name", ts0, cpu_pid, 0, "name", str(pname));
+  write_meta(w.newline(), "process_name", ts0, cpu_pid, 0, arg_keys::kName, str(pname));
   const std::string cpu_label = "CPU";
-  write_meta(w.newline(), "process_labels", ts0, cpu_pid, 0, "labels", str(cpu_label));
+  write_meta(w.newline(), "process_labels", ts0, cpu_pid, 0, arg_keys::kLabels, str(cpu_label));
   write_meta(w.newline(), "process_sort_index", ts0, cpu_pid, 0, "sort_index",
              num(p.sort_index >= 0 ? p.sort_index : t.pid));
   for (const DeviceProperties& d : t.devices) gpu_devices.insert(d.id);
   for (int64_t dev : gpu_devices) {
     const std::string label = "GPU " + std::to_string(dev);
-    write_meta(w.newline(), "process_name", ts0, device_pid(dev), 0, "name", str(pname));
-    write_meta(w.newline(), "process_labels", ts0, device_pid(dev), 0, "labels", str(label));
+    write_meta(w.newline(), "process_name", ts0, device_pid(dev), 0, arg_keys::kName, str(pname));
+    write_meta(w.newline(), "process_labels", ts0, device_pid(dev), 0, arg_keys::kLabels,
+               str(label));
     write_meta(w.newline(), "process_sort_index", ts0, device_pid(dev), 0, "sort_index",
                num(p.sort_index >= 0 ? p.sort_index + 1 + dev : kGpuSortIndexBase + dev));
   }
   for (const ThreadInfo& th : t.threads) {
     const std::string label =
         "thread " + std::to_string(th.tid) + " (" + (th.name.empty() ? pname : th.name) + ")";
-    write_meta(w.newline(), "thread_name", ts0, cpu_pid, th.tid, "name", str(label));
+    write_meta(w.newline(), "thread_name", ts0, cpu_pid, th.tid, arg_keys::kName, str(label));
     write_meta(w.newline(), "thread_sort_index", ts0, cpu_pid, th.tid, "sort_index", num(th.tid));
   }
   for (const auto& [dev, stream] : streams) {
     const std::string label = "stream " + std::to_string(stream) + " ";  // Kineto's trailing space
-    write_meta(w.newline(), "thread_name", ts0, device_pid(dev), stream, "name", str(label));
+    write_meta(w.newline(), "thread_name", ts0, device_pid(dev), stream, arg_keys::kName,
+               str(label));
     write_meta(w.newline(), "thread_sort_index", ts0, device_pid(dev), stream, "sort_index",
                num(stream));
   }

@@ -32,12 +32,14 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "ptprof/error.h"
+#include "trace/arg_keys.h"
 #include "trace/distributed_info.h"
 #include "trace/flight_dump.h"
 #include "trace/json_cursor.h"
@@ -252,8 +254,8 @@ bool kind_of(std::string_view cat, EventKind* kind) {
 }
 
 // Flows from a CPU launch to its GPU activity, by the names Kineto has given them: "ac2g"
-// since late 2022, "async_cpu_to_gpu"/"async_gpu" before, "async" (PyTorch 1.8). Other flows
-// (forward/backward links) have no place in the model.
+// since late 2022, "async_cpu_to_gpu"/"async_gpu" before, "async" (PyTorch 1.8). Forward/
+// backward links ("fwdbwd") are not kept but drawn again from the ops (fwd_bwd.h).
 bool is_launch_flow(std::string_view cat) {
   return cat == "ac2g" || cat == "async_cpu_to_gpu" || cat == "async_gpu" || cat == "async";
 }
@@ -503,99 +505,112 @@ enum class Arg : uint8_t {
   kCount
 };
 
-Arg arg_of(std::string_view k) {
-  // By length first: one or two comparisons per key.
-  switch (k.size()) {
-    case 3:
-      if (k == "Seq") return Arg::kSeq;
-      break;
-    case 4:
-      if (k == "Rank") return Arg::kRank;
-      if (k == "cbid") return Arg::kCbid;
-      if (k == "grid") return Arg::kGrid;
-      if (k == "name") return Arg::kName;
-      if (k == "Addr") return Arg::kAddr;
-      break;
-    case 5:
-      if (k == "flops") return Arg::kFlops;
-      if (k == "bytes") return Arg::kBytes;
-      if (k == "block") return Arg::kBlock;
-      if (k == "Bytes") return Arg::kMemBytes;
-      if (k == "dtype") return Arg::kDtype;
-      break;
-    case 6:
-      if (k == "device") return Arg::kDevice;
-      if (k == "stream") return Arg::kStream;
-      if (k == "queued") return Arg::kQueued;
-      if (k == "labels") return Arg::kLabels;
-      break;
-    case 7:
-      if (k == "context") return Arg::kContext;
-      break;
-    case 8:
-      if (k == "finished") return Arg::kFinished;
-      if (k == "graph id") return Arg::kGraphId;
-      break;
-    case 9:
-      if (k == "Device Id") return Arg::kDeviceId;
-      break;
-    case 10:
-      if (k == "Input Dims" || k == "Input dims") return Arg::kInputDims;
-      if (k == "Input type") return Arg::kInputType;
-      if (k == "Call stack") return Arg::kCallStack;
-      if (k == "Group size") return Arg::kGroupSize;
-      if (k == "graph node") return Arg::kGraphNode;
-      break;
-    case 11:
-      if (k == "External id" || k == "external id") return Arg::kExternalId;
-      if (k == "correlation") return Arg::kCorrelation;
-      if (k == "Device Type") return Arg::kDeviceType;
-      if (k == "captured by") return Arg::kCapturedBy;
-      break;
-    case 12:
-      if (k == "warps per SM") return Arg::kWarpsPerSm;
-      break;
-    case 13:
-      if (k == "Fwd thread id") return Arg::kFwdThreadId;
-      if (k == "Input Strides") return Arg::kInputStrides;
-      if (k == "shared memory") return Arg::kSharedMemory;
-      if (k == "blocks per SM") return Arg::kBlocksPerSm;
-      if (k == "In msg nelems") return Arg::kInNelems;
-      if (k == "In split size") return Arg::kInSplit;
-      break;
-    case 14:
-      if (k == "Total Reserved") return Arg::kTotalReserved;
-      if (k == "Out msg nelems") return Arg::kOutNelems;
-      if (k == "Out split size") return Arg::kOutSplit;
-      if (k == "capture ranges") return Arg::kCaptureRanges;
-      break;
-    case 15:
-      if (k == "Sequence number") return Arg::kSequenceNumber;
-      if (k == "Concrete Inputs") return Arg::kConcreteInputs;
-      if (k == "Total Allocated") return Arg::kTotalAllocated;
-      if (k == "Collective name") return Arg::kCollName;
-      break;
-    case 17:
-      if (k == "Global rank start") return Arg::kGlobalRankStart;
-      break;
-    case 18:
-      if (k == "Record function id") return Arg::kRecordFunctionId;
-      if (k == "Global rank stride") return Arg::kGlobalRankStride;
-      if (k == "Process Group Name") return Arg::kPgName;
-      break;
-    case 19:
-      if (k == "Process Group Ranks") return Arg::kPgRanks;
-      break;
-    case 20:
-      if (k == "registers per thread") return Arg::kRegisters;
-      break;
-    case 25:
-      if (k == "est. achieved occupancy %") return Arg::kOccupancy;
-      if (k == "Process Group Description") return Arg::kPgDesc;
-      break;
-    default:
-      break;
+// The keys the model keeps (arg_keys.h's spellings) and the older spellings still read.
+struct KeyArg {
+  std::string_view key;
+  Arg arg = Arg::kUnknown;
+};
+constexpr KeyArg kKeptArgs[] = {
+    {arg_keys::kExternalId, Arg::kExternalId},
+    {"external id", Arg::kExternalId},  // older Kineto
+    {arg_keys::kRecordFunctionId, Arg::kRecordFunctionId},
+    {arg_keys::kSequenceNumber, Arg::kSequenceNumber},
+    {arg_keys::kFwdThreadId, Arg::kFwdThreadId},
+    {arg_keys::kInputDims, Arg::kInputDims},
+    {"Input dims", Arg::kInputDims},  // older Kineto
+    {arg_keys::kInputType, Arg::kInputType},
+    {arg_keys::kInputStrides, Arg::kInputStrides},
+    {arg_keys::kConcreteInputs, Arg::kConcreteInputs},
+    {arg_keys::kCallStack, Arg::kCallStack},
+    {arg_keys::kFlops, Arg::kFlops},
+    {arg_keys::kFinished, Arg::kFinished},
+    {arg_keys::kCbid, Arg::kCbid},
+    {arg_keys::kCorrelation, Arg::kCorrelation},
+    {arg_keys::kDevice, Arg::kDevice},
+    {arg_keys::kStream, Arg::kStream},
+    {arg_keys::kContext, Arg::kContext},
+    {arg_keys::kQueued, Arg::kQueued},
+    {arg_keys::kRegisters, Arg::kRegisters},
+    {arg_keys::kSharedMemory, Arg::kSharedMemory},
+    {arg_keys::kBlocksPerSm, Arg::kBlocksPerSm},
+    {arg_keys::kWarpsPerSm, Arg::kWarpsPerSm},
+    {arg_keys::kGrid, Arg::kGrid},
+    {arg_keys::kBlock, Arg::kBlock},
+    {arg_keys::kOccupancy, Arg::kOccupancy},
+    {arg_keys::kBytes, Arg::kBytes},
+    {arg_keys::kName, Arg::kName},
+    {arg_keys::kLabels, Arg::kLabels},
+    {arg_keys::kTotalReserved, Arg::kTotalReserved},
+    {arg_keys::kTotalAllocated, Arg::kTotalAllocated},
+    {arg_keys::kMemBytes, Arg::kMemBytes},
+    {arg_keys::kAddr, Arg::kAddr},
+    {arg_keys::kDeviceId, Arg::kDeviceId},
+    {arg_keys::kDeviceType, Arg::kDeviceType},
+    {arg_keys::kInNelems, Arg::kInNelems},
+    {arg_keys::kOutNelems, Arg::kOutNelems},
+    {arg_keys::kGroupSize, Arg::kGroupSize},
+    {arg_keys::kRank, Arg::kRank},
+    {arg_keys::kGlobalRankStart, Arg::kGlobalRankStart},
+    {arg_keys::kGlobalRankStride, Arg::kGlobalRankStride},
+    {arg_keys::kSeq, Arg::kSeq},
+    {arg_keys::kCollName, Arg::kCollName},
+    {arg_keys::kDtype, Arg::kDtype},
+    {arg_keys::kInSplit, Arg::kInSplit},
+    {arg_keys::kOutSplit, Arg::kOutSplit},
+    {arg_keys::kPgName, Arg::kPgName},
+    {arg_keys::kPgDesc, Arg::kPgDesc},
+    {arg_keys::kPgRanks, Arg::kPgRanks},
+    {arg_keys::kGraphId, Arg::kGraphId},
+    {arg_keys::kGraphNode, Arg::kGraphNode},
+    {arg_keys::kCapturedBy, Arg::kCapturedBy},
+    {arg_keys::kCaptureRanges, Arg::kCaptureRanges},
+};
+constexpr std::size_t kKeptCount = sizeof(kKeptArgs) / sizeof(kKeptArgs[0]);
+
+constexpr std::size_t longest_key() {
+  std::size_t n = 0;
+  for (const KeyArg& a : kKeptArgs) n = a.key.size() > n ? a.key.size() : n;
+  return n;
+}
+constexpr std::size_t kLongestKey = longest_key();
+
+// kKeptArgs by length: a key is compared only with the one or few of its own length.
+struct KeyIndex {
+  KeyArg sorted[kKeptCount];
+  uint8_t begin[kLongestKey + 2] = {};  // sorted[begin[n], begin[n + 1]) are n bytes long
+};
+constexpr KeyIndex make_key_index() {
+  KeyIndex ix{};
+  std::size_t n = 0;
+  for (std::size_t len = 0; len <= kLongestKey; ++len) {
+    ix.begin[len] = static_cast<uint8_t>(n);
+    for (const KeyArg& a : kKeptArgs)
+      if (a.key.size() == len) ix.sorted[n++] = a;
   }
+  ix.begin[kLongestKey + 1] = static_cast<uint8_t>(n);
+  return ix;
+}
+constexpr KeyIndex kKeyIndex = make_key_index();
+static_assert(kKeptCount < 256, "KeyIndex::begin holds uint8_t");
+
+// Every Arg has a key, and no key two Args.
+constexpr bool every_arg_once() {
+  for (std::size_t a = 1; a < static_cast<std::size_t>(Arg::kCount); ++a) {
+    bool found = false;
+    for (const KeyArg& k : kKeptArgs) found = found || static_cast<std::size_t>(k.arg) == a;
+    if (!found) return false;
+  }
+  for (std::size_t i = 0; i < kKeptCount; ++i)
+    for (std::size_t j = i + 1; j < kKeptCount; ++j)
+      if (kKeptArgs[i].key == kKeptArgs[j].key) return false;
+  return true;
+}
+static_assert(every_arg_once(), "an Arg without a key, or a key listed twice");
+
+Arg arg_of(std::string_view key) {
+  if (key.size() > kLongestKey) return Arg::kUnknown;
+  for (uint8_t i = kKeyIndex.begin[key.size()]; i < kKeyIndex.begin[key.size() + 1]; ++i)
+    if (kKeyIndex.sorted[i].key == key) return kKeyIndex.sorted[i].arg;
   return Arg::kUnknown;
 }
 
@@ -1365,13 +1380,24 @@ class TraceBuilder {
   }
 
   void flow_event() {
-    if (!ev_.has_cat || !is_launch_flow(ev_.cat) || !ev_.id.has ||
-        ev_.ts.state == TimeField::kAbsent)
-      return;
+    if (!ev_.has_cat || !ev_.id.has || ev_.ts.state == TimeField::kAbsent) return;
+    if (ev_.cat == "fwdbwd") return fwdbwd_flow();
+    if (!is_launch_flow(ev_.cat)) return;
     Flow f{ev_.ph == 's', ev_.id.u64(0), ev_.pid, ev_.tid, time_of(ev_.ts, "ts")};
     // Kineto and ptprof write a flow right after the event it starts or ends.
     if (Event* e = events_.last(); e && attach(*e, f)) return;
     pending_flows_.push_back(f);
+  }
+
+  // A forward/backward link's end, kept only for the logical thread ids it implies
+  // (take_logical_threads); the writer draws the links again (fwd_bwd.h). Kineto writes it
+  // right after its op.
+  void fwdbwd_flow() {
+    const Event* e = events_.last();
+    if (e == nullptr || e->pid != ev_.pid || e->tid != ev_.tid ||
+        e->start_ns != time_of(ev_.ts, "ts"))
+      return;
+    fwdbwd_.push_back({ev_.id.u64(0), events_.size() - 1, ev_.ph == 's'});
   }
 
   static bool attach(Event& e, const Flow& f) {
@@ -1442,6 +1468,7 @@ class TraceBuilder {
     python_functions_.move_into(t_.python_functions);
     if (base_after_events_) rebase();
     resolve_pending_flows();
+    take_logical_threads();
     if (have_window_) {
       t_.window_start_ns = window_start_;
       t_.window_end_ns = window_end_;
@@ -1480,6 +1507,31 @@ class TraceBuilder {
     for (Flow& f : pending_flows_) f.ts += base_;
     window_start_ += base_;
     window_end_ += base_;
+  }
+
+  // Traces carry no logical (RecordFunction) thread ids, which the forward/backward links
+  // are drawn from: a link's forward op ran on the thread its backward node names, and so did
+  // every op of that OS thread.
+  void take_logical_threads() {
+    if (fwdbwd_.empty()) return;
+    std::unordered_map<uint64_t, std::size_t> forward_of;  // link id -> forward op
+    for (const FwdBwdEnd& f : fwdbwd_)
+      if (f.start) forward_of.emplace(f.id, f.event);
+    std::map<std::pair<int64_t, int64_t>, uint64_t> logical;  // (pid, tid) -> logical id
+    for (const FwdBwdEnd& f : fwdbwd_) {
+      auto it = forward_of.find(f.id);
+      if (f.start || it == forward_of.end()) continue;
+      const Event& backward = t_.events[f.event];
+      const Event& forward = t_.events[it->second];
+      if (backward.fwd_thread_id != 0)
+        logical.emplace(std::make_pair(forward.pid, forward.tid), backward.fwd_thread_id);
+    }
+    for (Event& e : t_.events) {
+      if (e.thread_id != 0 || (e.kind != EventKind::CpuOp && e.kind != EventKind::UserAnnotation))
+        continue;
+      auto it = logical.find({e.pid, e.tid});
+      if (it != logical.end()) e.thread_id = it->second;
+    }
   }
 
   // Flows that did not follow their event: matched by correlation id.
@@ -1593,6 +1645,12 @@ class TraceBuilder {
   Chunked<MemoryEvent> memory_events_;
   Chunked<PythonFunction> python_functions_;
   std::vector<Flow> pending_flows_;
+  struct FwdBwdEnd {
+    uint64_t id;
+    std::size_t event;  // its op's position in the trace's events
+    bool start;
+  };
+  std::vector<FwdBwdEnd> fwdbwd_;
   std::vector<int64_t> steps_;
   std::vector<std::pair<int64_t, std::string>> process_names_;
   std::vector<std::pair<int64_t, std::string>> process_labels_;

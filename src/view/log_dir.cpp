@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "ptprof/error.h"
+#include "trace/flight_dump.h"
 #include "trace/trace_files.h"
 
 namespace ptprof::view {
@@ -102,7 +103,11 @@ bool LogDir::scan() {
         } else if (!fs::is_regular_file(link)) {
           continue;
         }
-        if (!detail::trace_file_candidate(name)) continue;
+        // A flight recorder dump stands for a trace where none was written beside it (a
+        // crash's dump), as trace_files_in lists them; read_trace turns it into one.
+        const bool dump = detail::flight_dump_name(name);
+        if (!dump && !detail::trace_file_candidate(name)) continue;
+        if (dump && fs::exists(detail::flight_trace_path(entry.path().string()), e2)) continue;
         // Named by where it is listed (a link by its own name), not where it leads.
         const std::string rel = entry.path().lexically_relative(fs::path(root_)).string();
         uint64_t size = 0;
@@ -116,7 +121,8 @@ bool LogDir::scan() {
           s.trace = before->second.trace;
           s.since_ns = before->second.since_ns;
         } else {
-          s.trace = detail::tensorboard_trace_name(name) || detail::holds_trace(path);
+          s.trace = dump ? detail::is_flight_dump(path)
+                         : detail::tensorboard_trace_name(name) || detail::holds_trace(path);
         }
         next_seen[rel] = s;
         // Still being written: modified a moment ago, and not seen unchanged for as long (a

@@ -3,7 +3,8 @@
 // running job writes appear without a restart.
 //
 // Runs are the directories holding traces (named by their path under the root, TensorBoard's
-// way); in each, trace_files_in's files (TensorBoard's names and HTA's), split into worker and
+// way); in each, trace_files_in's files (TensorBoard's names and HTA's, and flight recorder
+// dumps with no trace written beside them), split into worker and
 // span by parse_trace_file_name, spans numbered from 1 in time order per worker.
 //
 // Only files under the root are listed: links are followed only where they end inside it, and

@@ -283,7 +283,15 @@ TEST(ProfileMemory, ThreadStartedMidWindowIsAttributed) {
 TEST(ProfileMemory, ReporterIsRemovedAtStop) {
   Options o;
   o.profile_memory = true;
-  profile(o, [] { torch::ones({4}); });
+  const c10::DebugInfoBase* during = nullptr;
+  auto t = profile(o, [&] {
+    torch::ones({4});
+    during = c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE);
+  });
+  // It sat in this thread's slot and reported while the session ran, and is gone after.
+  EXPECT_NE(during, nullptr);
+  EXPECT_FALSE(t->memory_events.empty());
+  EXPECT_EQ(c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE), nullptr);
   // libtorch's own profiler refuses to start while anything sits in the slot.
   EXPECT_NO_THROW(test::libtorch_profiler_counts([] { torch::ones({4}); }));
 }

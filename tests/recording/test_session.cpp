@@ -11,6 +11,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "test_util.h"
 
 namespace ptprof {
@@ -76,6 +78,54 @@ TEST(Session, OpCountsEqualLibtorchsOwnProfiler) {
   auto ours = test::event_counts(*traces[0]);
   ASSERT_FALSE(reference.empty());
   EXPECT_EQ(ours, reference);
+}
+
+// A trace's autograd links by name: the (forward op, backward node) pairs of its "fwdbwd"
+// flows (each written right after its op), and per name the ops with a sequence number.
+struct AutogradLinks {
+  std::multiset<std::pair<std::string, std::string>> links;
+  std::map<std::string, int> numbered;
+};
+AutogradLinks autograd_links(const std::string& text) {
+  const nlohmann::json doc = nlohmann::json::parse(text);
+  const nlohmann::json& ev = doc["traceEvents"];
+  AutogradLinks out;
+  std::map<uint64_t, std::string> start, finish;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    const nlohmann::json& e = ev[i];
+    if (e.value("ph", "") == "X" && e.contains("args") && e["args"].contains("Sequence number"))
+      ++out.numbered[e["name"]];
+    if (i == 0 || e.value("cat", "") != "fwdbwd") continue;
+    (e["ph"] == "s" ? start : finish)[e["id"].get<uint64_t>()] = ev[i - 1]["name"];
+  }
+  for (const auto& [id, fwd] : start)
+    if (finish.count(id)) out.links.emplace(fwd, finish[id]);
+  return out;
+}
+
+TEST(Session, AutogradLinksAndSequenceNumbersAreLibtorchsOwn) {
+  // libtorch's profiler links each forward op to the backward node autograd ran for it and
+  // gives evaluate_function ops their node's sequence number: ptprof's trace of the same step
+  // has the same links and numbers.
+  torch::manual_seed(0);
+  test::Mlp model;
+  test::train_step(model);
+  TempDir dir;
+  const AutogradLinks theirs = autograd_links(
+      test::libtorch_profiler_trace([&] { test::train_step(model); }, dir.path() + "/kineto.json"));
+  std::vector<std::shared_ptr<Trace>> traces;
+  {
+    ProfileSession s(with_traces(&traces));
+    test::train_step(model);
+  }
+  ASSERT_EQ(traces.size(), 1u);
+  const AutogradLinks ours = autograd_links(traces[0]->to_json());
+  EXPECT_EQ(ours.links, theirs.links);
+  EXPECT_EQ(ours.numbered, theirs.numbered);
+  // Two Linear layers: an addmm linked to each AddmmBackward0, their evaluate_function ops
+  // numbered.
+  EXPECT_EQ(theirs.links.count({"aten::addmm", "AddmmBackward0"}), 2u);
+  EXPECT_EQ(theirs.numbered.count("autograd::engine::evaluate_function: AddmmBackward0"), 1u);
 }
 
 TEST(Session, NestingIsExactAndSelfTimeIsTotalMinusChildren) {
@@ -232,6 +282,21 @@ TEST(Session, StepNamesKeepTheirNumbersAndLookalikeRangesTheirNames) {
 }
 
 TEST(Session, StopDuringWarmupSavesNothing) {
+  // The same schedule run past its active step saves one window: the session records.
+  std::vector<std::shared_ptr<Trace>> control;
+  {
+    Options o = with_traces(&control);
+    o.schedule = Schedule{0, 3, 1, 1};
+    ProfileSession s(o);
+    for (int i = 0; i < 4; ++i) {
+      add_op();
+      s.step();
+    }
+  }
+  ASSERT_EQ(control.size(), 1u);
+  EXPECT_EQ(count_events(*control[0], "aten::add_"), 1);
+
+  // Stopped in warmup: what warmup recorded is dropped, and nothing is saved.
   std::vector<std::shared_ptr<Trace>> traces;
   Options o = with_traces(&traces);
   o.schedule = Schedule{0, 3, 1, 1};
@@ -239,6 +304,7 @@ TEST(Session, StopDuringWarmupSavesNothing) {
     ProfileSession s(o);
     add_op();
     s.step();
+    add_op();  // step 1, in warmup: the session stops before the active step
   }
   EXPECT_TRUE(traces.empty());
 }

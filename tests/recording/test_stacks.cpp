@@ -319,10 +319,16 @@ TEST(CaptureStack, FromACallersRegistersStartsAtItsCaller) {
   }
 }
 
+// The fast unwinder's own frames: a capture that fell back to _Unwind_Backtrace would match
+// the reference trivially, so the fallback count must not move.
 TEST(CaptureStack, MatchesLibgccUnwinder) {
+  const StackCaptureStats before = stack_capture_stats();
   Both b;
   stacks_test::capture_both(b, 256);
   EXPECT_TRUE(stacks_test::same_stack(b));
+  EXPECT_GT(b.nfast, 3);
+  EXPECT_EQ(stack_capture_stats().fallbacks, before.fallbacks);
+  EXPECT_EQ(stack_capture_stats().unsupported, before.unsupported);
 }
 
 TEST(CaptureStack, InsideLibtorchOpsMatchesLibgccUnwinder) {
@@ -371,6 +377,8 @@ TEST(CaptureStack, DepthIsBounded) {
 // Run alone (as ctest runs each case), the threads meet these functions' addresses uncached
 // and insert their rules concurrently.
 TEST(CaptureStack, ConcurrentThreadsWithColdCache) {
+  const uint64_t fallbacks_before = stack_capture_stats().fallbacks;
+  const uint64_t unsupported_before = stack_capture_stats().unsupported;
   std::atomic<int> bad{0};
   auto work = [&bad](auto fn) {
     return std::thread([&bad, fn] {
@@ -388,6 +396,9 @@ TEST(CaptureStack, ConcurrentThreadsWithColdCache) {
   threads.push_back(work([](int d, Both& b) { stacks_test::deep<1>(d, b); }));
   for (auto& t : threads) t.join();
   EXPECT_EQ(bad.load(), 0);
+  // Every capture was the fast unwinder's (a fallback would match the reference trivially).
+  EXPECT_EQ(stack_capture_stats().fallbacks, fallbacks_before);
+  EXPECT_EQ(stack_capture_stats().unsupported, unsupported_before);
 }
 
 // A stack the thread's pthread bounds do not cover (as with fibers or sigaltstack): the

@@ -1,6 +1,9 @@
 #include "test_util.h"
 
+#include <fstream>
+#include <memory>
 #include <set>
+#include <sstream>
 
 #include <torch/csrc/autograd/profiler_kineto.h>
 
@@ -19,7 +22,11 @@ void train_step(Mlp& model) {
   loss.backward();
 }
 
-std::map<std::string, int> libtorch_profiler_counts(const std::function<void()>& fn) {
+namespace {
+
+// `fn` under libtorch's own profiler (Kineto, CPU activities).
+std::unique_ptr<torch::autograd::profiler::ProfilerResult> libtorch_profile(
+    const std::function<void()>& fn) {
   namespace tap = torch::autograd::profiler;
   namespace tpi = torch::profiler::impl;
   const tpi::ProfilerConfig config(tpi::ProfilerState::KINETO);
@@ -27,10 +34,24 @@ std::map<std::string, int> libtorch_profiler_counts(const std::function<void()>&
   tap::prepareProfiler(config, activities);
   tap::enableProfiler(config, activities);
   fn();
-  auto result = tap::disableProfiler();
+  return tap::disableProfiler();
+}
+
+}  // namespace
+
+std::map<std::string, int> libtorch_profiler_counts(const std::function<void()>& fn) {
+  const auto result = libtorch_profile(fn);
   std::map<std::string, int> counts;
   for (const auto& e : result->events()) ++counts[e.name()];
   return counts;
+}
+
+std::string libtorch_profiler_trace(const std::function<void()>& fn, const std::string& path) {
+  libtorch_profile(fn)->save(path);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace ptprof::test

@@ -25,4 +25,8 @@ void train_step(Mlp& model);
 // Event name -> count as libtorch's own profiler (Kineto, CPU activities) records `fn`.
 std::map<std::string, int> libtorch_profiler_counts(const std::function<void()>& fn);
 
+// libtorch's own profiler's Chrome trace of `fn` (Kineto, CPU activities), as its save()
+// writes it to `path`; the file's text.
+std::string libtorch_profiler_trace(const std::function<void()>& fn, const std::string& path);
+
 }  // namespace ptprof::test

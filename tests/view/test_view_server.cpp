@@ -13,6 +13,7 @@
 #include <chrono>
 #include <thread>
 
+#include "flight_builder.h"
 #include "ptprof/error.h"
 #include "view/view_server.h"
 #include "view_test_util.h"
@@ -417,6 +418,36 @@ TEST_F(ServerTest, DirectoriesHoldHtaNamedTracesAndOneFileIsARun) {
   ASSERT_EQ(r["traces"].size(), 1u);
   EXPECT_EQ(r["traces"][0]["file"], "rank-1.json");
   EXPECT_EQ(ready("/api/overview?trace=" + r["traces"][0]["id"].get<std::string>())->status, 200);
+}
+
+// A crash leaves only its raw dump: it is listed and opened as the trace it stands for. A dump
+// whose trace was written beside it is listed once, as that trace.
+TEST_F(ServerTest, AFlightRecorderDumpIsATraceWhereNoneWasWrittenBesideIt) {
+  FlightBuilder b(0, 2, detail::flight::Reason::kCrash, kDump);
+  const int t = b.thread(11, "main");
+  b.open(t, "forward", kDump - 3 * kSec, /*range=*/true);
+  b.open(t, "aten::nonzero", kDump - 2 * kSec);
+  b.done(t, "aten::mm", kDump - 5 * kSec, kDump - 4 * kSec);
+  std::filesystem::create_directories(logs_ / "job");
+  write_text(logs_ / "job/host_1000_rank0.ptflight", b.bytes());
+  write_text(logs_ / "job/host_1001_rank1.ptflight", b.bytes());
+  save(rich_trace(), "job/host_1001_rank1.pt.trace.json.gz");
+  write_text(logs_ / "job/.host_1002_rank2.ptflight", b.bytes());  // hidden: a dump in progress
+  start();
+  std::set<std::string> files;
+  const json listing = runs();
+  for (const auto& f : listing["traces"]) files.insert(f["file"]);
+  EXPECT_EQ(files, (std::set<std::string>{"job/host_1000_rank0.ptflight",
+                                          "job/host_1001_rank1.pt.trace.json.gz"}));
+  const std::string id = id_of("job/host_1000_rank0.ptflight");
+  auto r = ready("/api/overview?trace=" + id);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto ops = ready("/api/operators?group=name&trace=" + id);
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->status, 200) << ops->body;
+  EXPECT_NE(ops->body.find("aten::nonzero"), std::string::npos);
+  EXPECT_NE(ops->body.find("aten::mm"), std::string::npos);
 }
 
 TEST_F(ServerTest, DiffAndDistributedAreThoseOfPtprof) {
