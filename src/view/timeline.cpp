@@ -48,6 +48,7 @@ Timeline::Timeline(std::shared_ptr<const IndexFile> index) : index_(std::move(in
   detail_ = f.section("tl.detail");
   detail_at_ = f.column<uint64_t>("tl.detail.at");
   flows_ = f.column<Flow>("tl.flows");
+  fwdbwd_ = f.column<Flow>("tl.fwdbwd");
   names_ = StringTable(f, "names");
   inputs_ = StringTable(f, "inputs");
   stacks_ = StringTable(f, "stacks");
@@ -70,6 +71,10 @@ Timeline::Timeline(std::shared_ptr<const IndexFile> index) : index_(std::move(in
   for (const Flow& fl : flows_) {
     if (fl.from >= n || fl.to >= n) damaged("a flow");
     max_flow_span_ = std::max(max_flow_span_, start_[fl.to] + dur_[fl.to] - fl.start);
+  }
+  for (const Flow& fl : fwdbwd_) {
+    if (fl.from >= n || fl.to >= n) damaged("a forward/backward link");
+    max_fwdbwd_span_ = std::max(max_fwdbwd_span_, start_[fl.to] + dur_[fl.to] - fl.start);
   }
   for (int c = 0;; ++c) {
     const std::string p = "counter." + std::to_string(c);
@@ -410,32 +415,39 @@ std::string Timeline::search_json(std::string_view query, int limit) const {
 }
 
 std::string Timeline::flows_json(int64_t t0, int64_t t1, int limit) const {
-  const Flow* f = flows_.data;
-  const std::size_t n = flows_.size();
-  const int64_t from = t0 - max_flow_span_;
-  std::size_t i = static_cast<std::size_t>(
-      std::lower_bound(f, f + n, from, [](const Flow& a, int64_t t) { return a.start < t; }) - f);
   JsonWriter w;
   w.begin_object();
   w.key("flows").begin_array();
   int shown = 0;
   bool too_many = false;
-  for (; i < n && f[i].start < t1; ++i) {
-    const int64_t end = start_[f[i].to] + dur_[f[i].to];
-    if (end < t0) continue;
-    if (shown == limit) {
-      too_many = true;
-      break;
+  // Each list is in its first end's start order; a flow shows when it overlaps [t0, t1).
+  auto add = [&](const Column<Flow>& list, int64_t max_span, uint64_t kind) {
+    const Flow* f = list.data;
+    const std::size_t n = list.size();
+    std::size_t i = static_cast<std::size_t>(
+        std::lower_bound(f, f + n, t0 - max_span,
+                         [](const Flow& a, int64_t t) { return a.start < t; }) -
+        f);
+    for (; i < n && f[i].start < t1 && !too_many; ++i) {
+      const int64_t end = start_[f[i].to] + dur_[f[i].to];
+      if (end < t0) continue;
+      if (shown == limit) {
+        too_many = true;
+        break;
+      }
+      ++shown;
+      w.begin_array();
+      w.value(f[i].from).value(f[i].to);
+      w.value(start_[f[i].from]).value(start_[f[i].to]);
+      const SliceDetail from = detail(f[i].from), to = detail(f[i].to);
+      w.value(static_cast<uint64_t>(from.track)).value(static_cast<uint64_t>(from.depth));
+      w.value(static_cast<uint64_t>(to.track)).value(static_cast<uint64_t>(to.depth));
+      w.value(kind);
+      w.end_array();
     }
-    ++shown;
-    w.begin_array();
-    w.value(f[i].from).value(f[i].to);
-    w.value(start_[f[i].from]).value(start_[f[i].to]);
-    const SliceDetail from = detail(f[i].from), to = detail(f[i].to);
-    w.value(static_cast<uint64_t>(from.track)).value(static_cast<uint64_t>(from.depth));
-    w.value(static_cast<uint64_t>(to.track)).value(static_cast<uint64_t>(to.depth));
-    w.end_array();
-  }
+  };
+  add(flows_, max_flow_span_, 0);
+  add(fwdbwd_, max_fwdbwd_span_, 1);
   w.end_array();
   w.key("too_many").value(too_many);
   w.end_object();

@@ -44,8 +44,10 @@ class Timeline {
   // Slices whose name contains `query` (ASCII case ignored): how many, and the first `limit`
   // by start time.
   std::string search_json(std::string_view query, int limit) const;
-  // Launch flows (launch -> GPU activity) with an end in [t0, t1), at most `limit`; a window
-  // with more says so instead ("too_many").
+  // Flows overlapping [t0, t1), at most `limit`: launch flows (launch -> GPU activity, kind
+  // 0), then autograd's links (forward op -> backward node, kind 1); a window with more says
+  // so instead ("too_many"). Each: [from, to, from's start, to's start, from's track and
+  // depth, to's track and depth, kind].
   std::string flows_json(int64_t t0, int64_t t1, int limit) const;
 
   uint64_t slices() const { return start_.size(); }
@@ -64,6 +66,7 @@ class Timeline {
   std::string_view detail_;     // tl.detail: SliceDetail encodings
   Column<uint64_t> detail_at_;  // where each starts
   Column<Flow> flows_;
+  Column<Flow> fwdbwd_;  // autograd's forward op -> backward node links
   StringTable names_, inputs_, stacks_, collectives_;
   std::vector<std::vector<uint64_t>> lanes_of_track_;
   struct Counter {
@@ -71,6 +74,7 @@ class Timeline {
   };
   std::vector<Counter> counters_;
   int64_t max_flow_span_ = 0;  // the longest launch-to-activity-end of any flow
+  int64_t max_fwdbwd_span_ = 0;  // the longest forward-op-to-backward-node-end of any link
 };
 
 }  // namespace ptprof::view

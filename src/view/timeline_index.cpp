@@ -9,6 +9,7 @@
 
 #include "ptprof/error.h"
 #include "trace/chrome_trace.h"  // earliest_time_ns
+#include "trace/fwd_bwd.h"
 #include "trace/json_writer.h"
 #include "trace/memory_timeline.h"
 #include "view/string_table.h"
@@ -74,6 +75,7 @@ struct TimelineLayout::Data {
   std::vector<uint32_t> slice_of;           // event -> slice id
   std::vector<uint32_t> depth;              // event -> depth on its track
   std::vector<Flow> flows;                  // by the launch's start
+  std::vector<Flow> fwdbwd;                 // autograd's links, by the forward op's start
 };
 
 TimelineLayout::~TimelineLayout() = default;
@@ -207,6 +209,14 @@ TimelineLayout::TimelineLayout(const Trace& t) : t_(t), d_(std::make_unique<Data
     std::sort(flows.begin(), flows.end(),
               [](const Flow& a, const Flow& b) { return a.start < b.start; });
   }
+
+  // ---- autograd's links: a forward op and the backward node autograd ran for it ----
+  auto& fwdbwd = d_->fwdbwd;
+  for (const detail::FwdBwdLink& l : detail::fwd_bwd_links(t.events))
+    fwdbwd.push_back({t.events[l.forward].start_ns - origin, slice_of[l.forward],
+                      slice_of[l.backward]});
+  std::sort(fwdbwd.begin(), fwdbwd.end(),
+            [](const Flow& a, const Flow& b) { return a.start < b.start; });
 }
 
 void TimelineLayout::write(IndexWriter& w) const {
@@ -220,6 +230,7 @@ void TimelineLayout::write(IndexWriter& w) const {
   const auto& slices = d_->slices;
   const auto& depth = d_->depth;
   const auto& flows = d_->flows;
+  const auto& fwdbwd = d_->fwdbwd;
   // ---- columns ----
   w.add_column("tl.lanes", lanes);
   {
@@ -258,11 +269,12 @@ void TimelineLayout::write(IndexWriter& w) const {
   names.write(w, "names");
 
   {
-    std::vector<uint64_t> partner(flows.empty() ? 0 : n, 0);
-    for (const Flow& f : flows) {
-      partner[f.from] = f.to + 1;
-      partner[f.to] = f.from + 1;
-    }
+    std::vector<uint64_t> partner(flows.empty() && fwdbwd.empty() ? 0 : n, 0);
+    for (const auto* list : {&flows, &fwdbwd})
+      for (const Flow& f : *list) {
+        partner[f.from] = f.to + 1;
+        partner[f.to] = f.from + 1;
+      }
     std::vector<uint64_t> offsets;
     offsets.reserve(n + 1);
     w.begin("tl.detail");
@@ -325,6 +337,7 @@ void TimelineLayout::write(IndexWriter& w) const {
     w.add_column("tl.detail.at", offsets);
   }
   w.add_column("tl.flows", flows);
+  w.add_column("tl.fwdbwd", fwdbwd);
 
   // ---- the tables the details pane decodes one entry of ----
   {
@@ -402,6 +415,7 @@ void TimelineLayout::write(IndexWriter& w) const {
   j.end_array();
   j.key("slices").value(static_cast<uint64_t>(n));
   j.key("flows").value(static_cast<uint64_t>(flows.size()));
+  j.key("fwdbwd_flows").value(static_cast<uint64_t>(fwdbwd.size()));
   j.end_object();
   w.add("tl.meta", j.buffer());
 }

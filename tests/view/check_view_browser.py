@@ -351,6 +351,19 @@ def check_h200(args, c, b):
         b.click("zoom-reset")
         time.sleep(0.5)
         c.shot(b, "h200_trace_whole")
+
+        # Autograd's links on libtorch's own trace: a forward op and the backward node it has.
+        b.select("select-worker", "kineto")
+        b.wait(lambda: b.find("select-worker").get_attribute("value") == "kineto", what="kineto's trace")
+        goto(b, "trace")
+        kineto = load_trace(os.path.join(d, "kineto.pt.trace.json.gz"))
+        _, dur, n = first_event(kineto, "aten::addmm", "cpu_op")
+        search_and_pick(b, c, "aten::addmm", n, dur, "h200 kineto trace")
+        flow = b.find("detail-flow").text
+        c.expect(flow.startswith("AddmmBackward0"), f"h200 kineto trace: aten::addmm's backward node ({flow[:40]})")
+        b.click("zoom-reset")
+        time.sleep(0.5)
+        c.shot(b, "h200_trace_fwdbwd")
         no_problems(b, c, "h200")
 
 

@@ -206,6 +206,44 @@ TEST_F(TimelineTest, DetailsFlowsAndSearchReadTheTrace) {
             static_cast<int64_t>(trace.memory_events.back().total_allocated));
 }
 
+// Autograd's links, as the trace file draws them (fwd_bwd.h): from a forward op to the
+// backward node autograd ran for it, a flow of their own kind, and each the other's partner.
+TEST_F(TimelineTest, ForwardBackwardLinksJoinAnOpAndItsBackwardNode) {
+  Trace trace = rich_trace();
+  std::size_t f = 0;
+  while (trace.events[f].name != "aten::addmm") ++f;
+  trace.events[f].sequence_nr = 7;
+  trace.events[f].thread_id = 1;
+  Event node;
+  node.name = trace.intern("AddmmBackward0");
+  node.start_ns = trace.events[f].start_ns + 500000;
+  node.duration_ns = 1000;
+  node.pid = trace.events[f].pid;
+  node.tid = trace.events[f].tid + 1;  // the backward thread
+  node.sequence_nr = 7;
+  node.fwd_thread_id = 1;
+  trace.events.push_back(node);
+  trace.rebuild_tree();
+  auto tl = index(trace);
+  const int64_t fwd_start = trace.events[f].start_ns - origin_;
+  EXPECT_EQ(parse(std::string(tl->meta_json()))["fwdbwd_flows"], 1);
+  const auto flows = parse(tl->flows_json(0, 1000000000, 1000));
+  int links = 0;
+  for (const auto& fl : flows["flows"]) {
+    if (fl[8] != 1) continue;
+    ++links;
+    EXPECT_EQ(fl[2], fwd_start);
+    EXPECT_EQ(fl[3], node.start_ns - origin_);
+    EXPECT_EQ(parse(tl->event_json(fl[0]))["flow"]["name"], "AddmmBackward0");
+    EXPECT_EQ(parse(tl->event_json(fl[1]))["flow"]["name"], "aten::addmm");
+  }
+  EXPECT_EQ(links, 1);
+  // A window that holds only the backward node still draws the link.
+  const auto late = parse(tl->flows_json(node.start_ns - origin_, node.start_ns - origin_ + 10, 10));
+  ASSERT_EQ(late["flows"].size(), 1u);
+  EXPECT_EQ(late["flows"][0][8], 1);
+}
+
 TEST_F(TimelineTest, DamagedIndexIsNotUsed) {
   const Trace trace = rich_trace();
   auto tl = index(trace);

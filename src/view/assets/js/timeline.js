@@ -1,6 +1,7 @@
 // timeline.js: the Trace view's canvas: every host thread and GPU stream as a track of lanes
-// (one per depth), the memory counters, launch flows, a time axis; zoom (ctrl+wheel, W/S,
-// buttons), pan (drag, A/D, horizontal wheel), select (click), measure (shift+drag).
+// (one per depth), the memory counters, launch flows and autograd's forward/backward links, a
+// time axis; zoom (ctrl+wheel, W/S, buttons), pan (drag, A/D, horizontal wheel), select
+// (click), measure (shift+drag).
 //
 // The page never holds the trace: it asks the server for the window on screen (and half of it
 // either side) at the screen's resolution (/api/timeline/slices: at most 2 slices per pixel
@@ -164,8 +165,8 @@ export class Timeline {
       wanted.lanes ? get('timeline/slices', {...params, lanes: wanted.lanes}) : Promise.resolve({t0, t1, bucket_ns: 1, lanes: [], names: {}}),
       this.meta.counters.length ? get('timeline/counters', params) : Promise.resolve(null)]);
     let flows = null;
-    // Every launch flow in view only once few are (else only the selected slice's).
-    if (this.meta.flows && span < 2e6) flows = await get('timeline/flows', {trace: this.traceId, t0, t1, limit: 400});
+    // Every flow in view only once few are (else only the selected slice's).
+    if ((this.meta.flows || this.meta.fwdbwd_flows) && span < 2e6) flows = await get('timeline/flows', {trace: this.traceId, t0, t1, limit: 400});
     if (my !== this.inflight) return;  // a newer window asked meanwhile
     const lanes = new Map();
     for (const l of slices.lanes) {
@@ -290,12 +291,13 @@ export class Timeline {
     c.beginPath();
     c.rect(LABEL_W, AXIS_H, this.cssW - LABEL_W, this.cssH - AXIS_H);
     c.clip();
-    for (const [from, to, ts0, ts1, tr0, d0, tr1, d1] of arrows) {
+    for (const [from, to, ts0, ts1, tr0, d0, tr1, d1, kind] of arrows) {
       const y0 = this.rowY(tr0, d0, top), y1 = this.rowY(tr1, d1, top);
       if (y0 === null || y1 === null) continue;
       const x0 = this.x(ts0), x1 = this.x(ts1);
       const hot = s && (from === s.id || to === s.id);
-      c.strokeStyle = hot ? '#c0392b' : 'rgba(80,80,80,0.45)';
+      // Launch flows grey, autograd's forward/backward links blue.
+      c.strokeStyle = hot ? '#c0392b' : kind === 1 ? 'rgba(41,128,185,0.6)' : 'rgba(80,80,80,0.45)';
       c.lineWidth = hot ? 2 : 1;
       c.beginPath();
       c.moveTo(x0, y0);

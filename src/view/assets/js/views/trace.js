@@ -28,7 +28,7 @@ export async function render(main, trace) {
       button('Zoom out', 'zoom-out', () => tl.zoom(2)),
       button('Whole trace', 'zoom-reset', () => tl.reset()),
       windowLabel,
-      h('span', {class: 'muted', text: `${meta.slices} slices, ${meta.tracks.length} tracks, ${meta.flows} launch flows`})),
+      h('span', {class: 'muted', text: `${meta.slices} slices, ${meta.tracks.length} tracks, ${meta.flows} launch flows${meta.fwdbwd_flows ? `, ${meta.fwdbwd_flows} forward/backward links` : ''}`})),
     h('div', {class: 'tl-layout'}, host, h('div', {class: 'tl-side'}, results, details)));
   main.append(view);
   const trackName = id => {
@@ -90,6 +90,11 @@ function showDetails(el, ev, trackName, tl) {
       tl.focus(Math.min(f.start_ns, ev.start_ns), Math.abs(f.start_ns - ev.start_ns) + f.dur_ns, f.track, f.depth);
       tl.select(f);
     });
-    el.append(section(ev.cat === 'cuda_runtime' || ev.cat === 'cuda_driver' ? 'Launched' : 'Launched by', link));
+    // A launch's flow goes to its GPU activity and back; an op's is autograd's link between
+    // its forward op and its backward node.
+    const op = ev.cat === 'cpu_op' || ev.cat === 'user_annotation';
+    const title = op ? (f.start_ns > ev.start_ns ? 'Its backward' : 'Its forward')
+      : ev.cat === 'cuda_runtime' || ev.cat === 'cuda_driver' ? 'Launched' : 'Launched by';
+    el.append(section(title, link));
   }
 }
