@@ -567,52 +567,119 @@ constexpr KeyArg kKeptArgs[] = {
 };
 constexpr std::size_t kKeptCount = sizeof(kKeptArgs) / sizeof(kKeptArgs[0]);
 
-constexpr std::size_t longest_key() {
-  std::size_t n = 0;
-  for (const KeyArg& a : kKeptArgs) n = a.key.size() > n ? a.key.size() : n;
-  return n;
-}
-constexpr std::size_t kLongestKey = longest_key();
-
-// kKeptArgs by length: a key is compared only with the one or few of its own length.
-struct KeyIndex {
-  KeyArg sorted[kKeptCount];
-  uint8_t begin[kLongestKey + 2] = {};  // sorted[begin[n], begin[n + 1]) are n bytes long
-};
-constexpr KeyIndex make_key_index() {
-  KeyIndex ix{};
-  std::size_t n = 0;
-  for (std::size_t len = 0; len <= kLongestKey; ++len) {
-    ix.begin[len] = static_cast<uint8_t>(n);
-    for (const KeyArg& a : kKeptArgs)
-      if (a.key.size() == len) ix.sorted[n++] = a;
+constexpr Arg arg_of(std::string_view k) {
+  // By length first: one or two comparisons per key, each against a constant the compiler
+  // knows (a generic table lookup cost 4x the instructions per key under callgrind).
+  switch (k.size()) {
+    case 3:
+      if (k == arg_keys::kSeq) return Arg::kSeq;
+      break;
+    case 4:
+      if (k == arg_keys::kRank) return Arg::kRank;
+      if (k == arg_keys::kCbid) return Arg::kCbid;
+      if (k == arg_keys::kGrid) return Arg::kGrid;
+      if (k == arg_keys::kName) return Arg::kName;
+      if (k == arg_keys::kAddr) return Arg::kAddr;
+      break;
+    case 5:
+      if (k == arg_keys::kFlops) return Arg::kFlops;
+      if (k == arg_keys::kBytes) return Arg::kBytes;
+      if (k == arg_keys::kBlock) return Arg::kBlock;
+      if (k == arg_keys::kMemBytes) return Arg::kMemBytes;
+      if (k == arg_keys::kDtype) return Arg::kDtype;
+      break;
+    case 6:
+      if (k == arg_keys::kDevice) return Arg::kDevice;
+      if (k == arg_keys::kStream) return Arg::kStream;
+      if (k == arg_keys::kQueued) return Arg::kQueued;
+      if (k == arg_keys::kLabels) return Arg::kLabels;
+      break;
+    case 7:
+      if (k == arg_keys::kContext) return Arg::kContext;
+      break;
+    case 8:
+      if (k == arg_keys::kFinished) return Arg::kFinished;
+      if (k == arg_keys::kGraphId) return Arg::kGraphId;
+      break;
+    case 9:
+      if (k == arg_keys::kDeviceId) return Arg::kDeviceId;
+      break;
+    case 10:
+      if (k == arg_keys::kInputDims || k == "Input dims") return Arg::kInputDims;
+      if (k == arg_keys::kInputType) return Arg::kInputType;
+      if (k == arg_keys::kCallStack) return Arg::kCallStack;
+      if (k == arg_keys::kGroupSize) return Arg::kGroupSize;
+      if (k == arg_keys::kGraphNode) return Arg::kGraphNode;
+      break;
+    case 11:
+      if (k == arg_keys::kExternalId || k == "external id") return Arg::kExternalId;
+      if (k == arg_keys::kCorrelation) return Arg::kCorrelation;
+      if (k == arg_keys::kDeviceType) return Arg::kDeviceType;
+      if (k == arg_keys::kCapturedBy) return Arg::kCapturedBy;
+      break;
+    case 12:
+      if (k == arg_keys::kWarpsPerSm) return Arg::kWarpsPerSm;
+      break;
+    case 13:
+      if (k == arg_keys::kFwdThreadId) return Arg::kFwdThreadId;
+      if (k == arg_keys::kInputStrides) return Arg::kInputStrides;
+      if (k == arg_keys::kSharedMemory) return Arg::kSharedMemory;
+      if (k == arg_keys::kBlocksPerSm) return Arg::kBlocksPerSm;
+      if (k == arg_keys::kInNelems) return Arg::kInNelems;
+      if (k == arg_keys::kInSplit) return Arg::kInSplit;
+      break;
+    case 14:
+      if (k == arg_keys::kTotalReserved) return Arg::kTotalReserved;
+      if (k == arg_keys::kOutNelems) return Arg::kOutNelems;
+      if (k == arg_keys::kOutSplit) return Arg::kOutSplit;
+      if (k == arg_keys::kCaptureRanges) return Arg::kCaptureRanges;
+      break;
+    case 15:
+      if (k == arg_keys::kSequenceNumber) return Arg::kSequenceNumber;
+      if (k == arg_keys::kConcreteInputs) return Arg::kConcreteInputs;
+      if (k == arg_keys::kTotalAllocated) return Arg::kTotalAllocated;
+      if (k == arg_keys::kCollName) return Arg::kCollName;
+      break;
+    case 17:
+      if (k == arg_keys::kGlobalRankStart) return Arg::kGlobalRankStart;
+      break;
+    case 18:
+      if (k == arg_keys::kRecordFunctionId) return Arg::kRecordFunctionId;
+      if (k == arg_keys::kGlobalRankStride) return Arg::kGlobalRankStride;
+      if (k == arg_keys::kPgName) return Arg::kPgName;
+      break;
+    case 19:
+      if (k == arg_keys::kPgRanks) return Arg::kPgRanks;
+      break;
+    case 20:
+      if (k == arg_keys::kRegisters) return Arg::kRegisters;
+      break;
+    case 25:
+      if (k == arg_keys::kOccupancy) return Arg::kOccupancy;
+      if (k == arg_keys::kPgDesc) return Arg::kPgDesc;
+      break;
+    default:
+      break;
   }
-  ix.begin[kLongestKey + 1] = static_cast<uint8_t>(n);
-  return ix;
+  return Arg::kUnknown;
 }
-constexpr KeyIndex kKeyIndex = make_key_index();
-static_assert(kKeptCount < 256, "KeyIndex::begin holds uint8_t");
 
-// Every Arg has a key, and no key two Args.
-constexpr bool every_arg_once() {
+// The table and the switch agree: every Arg has a key, no key two Args, and arg_of finds
+// each key's Arg (a key put under the wrong length would not be found).
+constexpr bool keys_agree() {
   for (std::size_t a = 1; a < static_cast<std::size_t>(Arg::kCount); ++a) {
     bool found = false;
     for (const KeyArg& k : kKeptArgs) found = found || static_cast<std::size_t>(k.arg) == a;
     if (!found) return false;
   }
-  for (std::size_t i = 0; i < kKeptCount; ++i)
+  for (std::size_t i = 0; i < kKeptCount; ++i) {
+    if (arg_of(kKeptArgs[i].key) != kKeptArgs[i].arg) return false;
     for (std::size_t j = i + 1; j < kKeptCount; ++j)
       if (kKeptArgs[i].key == kKeptArgs[j].key) return false;
+  }
   return true;
 }
-static_assert(every_arg_once(), "an Arg without a key, or a key listed twice");
-
-Arg arg_of(std::string_view key) {
-  if (key.size() > kLongestKey) return Arg::kUnknown;
-  for (uint8_t i = kKeyIndex.begin[key.size()]; i < kKeyIndex.begin[key.size() + 1]; ++i)
-    if (kKeyIndex.sorted[i].key == key) return kKeyIndex.sorted[i].arg;
-  return Arg::kUnknown;
-}
+static_assert(keys_agree(), "kKeptArgs and arg_of disagree");
 
 // One traceEvents element as read, reused from event to event.
 struct RawEvent {
