@@ -45,10 +45,30 @@ class Server:
         assert rc == 0, f"ptprof view exited {rc}: {self.proc.stderr.read()}"
 
 
+# ptprof view lists a file once it has not changed for a second (a job may still be writing
+# it); the pages are opened after that, or the first page would not see the newest windows.
+SETTLE_S = 1.0
+
+
+def wait_settled(path):
+    """Waits until every file under `path` is older than the server's settle time."""
+    newest = 0.0
+    for root, _, files in os.walk(path) if os.path.isdir(path) else [("", [], [path])]:
+        for f in files:
+            try:
+                newest = max(newest, os.stat(os.path.join(root, f)).st_mtime)
+            except OSError:
+                pass
+    wait = newest + SETTLE_S + 0.2 - time.time()
+    if wait > 0:
+        time.sleep(wait)
+
+
 @contextlib.contextmanager
 def served(b, ptprof, path, env=None, page="/"):
     """`ptprof view PATH` with the browser on PAGE; the page left and the server stopped after,
     whatever happened in between."""
+    wait_settled(path)
     server = Server(ptprof, path, env)
     try:
         b.open(page, server.url)
