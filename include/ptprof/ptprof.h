@@ -10,6 +10,7 @@
 #include "ptprof/log.h"
 #include "ptprof/merge.h"
 #include "ptprof/options.h"
+#include "ptprof/profiler_cost.h"
 #include "ptprof/range.h"
 #include "ptprof/report.h"
 #include "ptprof/schedule.h"

@@ -212,6 +212,22 @@ class Report {
   std::vector<OpRow> operators;
   std::vector<KernelRow> kernels;
 
+  // ---- ptprof's own cost (the trace's "ptprof_cost", ptprof/profiler_cost.h) ----
+  struct ProfilerOwnCost {
+    double op_ns = 0;                  // per recorded op or range, calibrated in the process
+    std::optional<double> launch_ns;   // per CUDA launch, where it was measured
+    double ops_per_step = 0;           // ops and ranges recorded inside the steps, all threads
+    double launches_per_step = 0;      // kernel, copy and memset calls inside the steps
+    // ops x op_ns + launches x launch_ns, per step: a lower bound (op_ns is calibrated with
+    // warm caches; bench_step measured a step's real cost 1.5-3x above it)
+    int64_t ns_per_step = 0;
+    double share_of_step = 0;          // of the average step
+    int64_t unprofiled_step_ns = 0;    // the average step less ns_per_step: an upper bound
+    int64_t close_ns = 0;              // closing the window, after its last step
+  };
+  // Absent for traces without "ptprof_cost" (another profiler's, or ptprof's before it).
+  std::optional<ProfilerOwnCost> profiler_cost;
+
   // ---- findings, largest possible saving first ----
   struct Evidence {
     std::string what;          // the op, range, kernel or call

@@ -3,6 +3,7 @@
 //   window_schedule  which action each step takes, and what changes between two actions
 //   trigger_poller   on-demand requests: the trigger file and the signal
 //   recorder         the callbacks' per-thread buffers (the GPU backend: gpu/gpu_backend.h)
+//   cost_calibration what recording an op costs, measured at each install (ProfilerCost)
 //   trace_assembly   a closed window's records -> its Trace
 //   trace_delivery   the Trace -> its handlers, on the background writer
 //   session_log      every warning and error -> Options::log and the Status
@@ -24,6 +25,7 @@
 
 #include "gpu/gpu_backend.h"
 #include "ptprof/error.h"
+#include "recording/cost_calibration.h"
 #include "recording/details.h"
 #include "recording/env_options.h"
 #include "recording/flight_stage.h"
@@ -312,6 +314,20 @@ class SessionImpl {
     rec.install(capture);
     rec.begin_window(opts_.max_event_memory_bytes);  // warmup: recorded, then discarded
     installed_ = true;
+    calibrate();
+  }
+
+  // ptprof's own cost with this window's options, timed now that its callbacks are in: the
+  // calibration's ops fall into the warmup that the window's start discards.
+  void calibrate() {
+    window_.cost.reset();
+    try {
+      window_.cost = detail::calibrate_op_cost();
+    } catch (const std::exception& e) {
+      warning(StatusCode::kInternal,
+              std::string("ptprof's own cost could not be calibrated: ") + e.what() +
+                  "; the trace has no ptprof_cost");
+    }
   }
 
   void uninstall() {
@@ -335,6 +351,7 @@ class SessionImpl {
   void close_window(bool save) {
     window_open_ = false;
     window_.end_ns = detail::now_ns();
+    const int64_t close_start = window_.end_ns;
     detail::Collected collected = detail::Recorder::get().end_window();
     if (!save) {
       if (gpu_) gpu_->begin_window(window_.end_ns);  // drop GPU records of the discarded window
@@ -365,6 +382,11 @@ class SessionImpl {
       for (const detail::Status& w : warnings) log_.warning(w);
     }
     detail::finish_trace(*trace);
+    if (window_.cost) {
+      ProfilerCost cost = *window_.cost;
+      cost.close_ns = detail::now_ns() - close_start;
+      set_profiler_cost(*trace, cost);
+    }
     last_trace_ = trace;
     ++window_.index;
     if (!handlers.empty()) delivery_.deliver(std::move(trace), std::move(handlers));

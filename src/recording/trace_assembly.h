@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ptprof/profiler_cost.h"
 #include "ptprof/trace.h"
 #include "recording/recorder.h"
 #include "recording/symbolizer.h"
@@ -29,6 +30,7 @@ struct WindowInfo {
   WindowOptions options;                       // what was captured (metadata, inputs kept)
   std::optional<DistributedInfo> distributed;  // Options::distributed
   std::optional<std::string> gpu_unavailable;  // CUDA was asked for and is absent: why
+  std::optional<ProfilerCost> cost;            // calibrated at install; the session adds close_ns
 };
 
 // Builds `trace` from the window's records. Stacks are symbolized through `symbolizer`, whose

@@ -104,6 +104,7 @@ void hta_measures(Analysis& a);      // hta.cpp
 void idle_causes(Analysis& a);       // idle_causes.cpp
 void launch_stretches(Analysis& a);  // launch_stretches.cpp
 void tables(Analysis& a);            // tables.cpp
+void own_cost(Analysis& a);          // own_cost.cpp
 void run_rules(Analysis& a);         // analysis/rules/registry.cpp
 
 }  // namespace ptprof::detail

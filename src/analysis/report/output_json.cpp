@@ -58,7 +58,8 @@ std::string Report::to_json() const {
   JsonWriter w;
   w.begin_object();
   w.key("schema").value("ptprof.report/1");
-  w.key("schema_version").value("1.1");  // 1.1: "rules", torch's thresholds and findings
+  w.key("schema_version").value("1.2");  // 1.1: "rules", torch's thresholds and findings;
+  // 1.2: "profiler_cost"
 
   w.newline().key("quality").begin_array();
   for (const auto& q : quality) {
@@ -291,6 +292,19 @@ std::string Report::to_json() const {
   });
   w.key("hta_include_last_step").value(options.hta_include_last_step);
   w.end_object();
+  if (profiler_cost) {
+    const ProfilerOwnCost& c = *profiler_cost;
+    w.newline().key("profiler_cost").begin_object();
+    w.key("op_ns").value(c.op_ns);
+    if (c.launch_ns) w.key("launch_ns").value(*c.launch_ns);
+    w.key("ops_per_step").value(c.ops_per_step);
+    w.key("launches_per_step").value(c.launches_per_step);
+    w.key("per_step_us").value_us(c.ns_per_step);
+    w.key("share_of_step").value(c.share_of_step);
+    w.key("unprofiled_step_us").value_us(c.unprofiled_step_ns);
+    w.key("close_us").value_us(c.close_ns);
+    w.end_object();
+  }
   w.newline().key("comm_overlap").begin_object();
   w.key("basis").value(comm_overlap_basis);
   w.key("per_step").begin_array();

@@ -86,6 +86,21 @@ std::string Report::summary() const {
     }
   }
 
+  if (profiler_cost) {
+    const ProfilerOwnCost& c = *profiler_cost;
+    std::string how = format_c("%.0f ops x %.0f ns", c.ops_per_step, c.op_ns);
+    if (c.launch_ns) how += format_c(" + %.0f launches x %.0f ns", c.launches_per_step, *c.launch_ns);
+    else if (c.launches_per_step > 0) how += format_c(" (%.0f launches, their cost not measured)", c.launches_per_step);
+    line("");
+    line("ptprof's own cost (calibrated in the recording process, with warm caches: a lower bound)");
+    line("  at least " + ms(static_cast<double>(c.ns_per_step)) + " per step (" +
+         pct(c.share_of_step) + "): " + how + "; without the profiler a step takes at most " +
+         ms(static_cast<double>(c.unprofiled_step_ns)));
+    if (c.close_ns > 0)
+      line("  closing the window took " + ms(static_cast<double>(c.close_ns)) +
+           " after its last step");
+  }
+
   if (has_gpu_data) {
     line("");
     line("GPU");

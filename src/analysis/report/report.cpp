@@ -89,6 +89,7 @@ Report::Report(const Trace& trace, const ReportOptions& opts) : options(opts) {
   detail::idle_causes(a);
   detail::launch_stretches(a);
   detail::tables(a);
+  detail::own_cost(a);
   detail::run_rules(a);
 }
 

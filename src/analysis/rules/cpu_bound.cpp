@@ -20,6 +20,7 @@ void evaluate(const RuleContext& c, RuleOutput& out) {
       "The step is CPU-bound: the host's own work, not the GPU's, sets its pace. Move "
       "CPU-side tensor work to the GPU, avoid per-element host loops, and overlap host "
       "work with GPU work (prepare the next step while this one runs).";
+  if (auto own = c.own_cost_evidence(per)) f.evidence.push_back(std::move(*own));
   out.add(std::move(f));
 }
 

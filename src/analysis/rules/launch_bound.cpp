@@ -39,6 +39,7 @@ void evaluate(const RuleContext& c, RuleOutput& out) {
       "The host cannot launch kernels as fast as the GPU runs them. Capture the step in a "
       "CUDA graph, fuse small ops (torch.compile, fused optimizers, foreach ops), or give "
       "each kernel more work (a larger batch).";
+  if (auto own = c.own_cost_evidence(per)) f.evidence.push_back(std::move(*own));
   out.add(std::move(f));
 }
 

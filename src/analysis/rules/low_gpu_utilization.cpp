@@ -36,6 +36,7 @@ void evaluate(const RuleContext& c, RuleOutput& out) {
       "The GPU is mostly waiting. Find what it waits for in the other findings and the "
       "idle causes; if nothing stands out, give it more work per step (a larger batch; "
       "it can change convergence).";
+  if (auto own = c.own_cost_evidence(worst)) f.evidence.push_back(std::move(*own));
   out.add(std::move(f));
 }
 

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -48,6 +49,11 @@ class RuleContext {
   // The idle causes' top names for `causes`, per step.
   std::vector<Report::Evidence> cause_evidence(std::initializer_list<IdleCause> causes,
                                                std::size_t limit = 5) const;
+  // ptprof's own cost as evidence of a finding whose time is `finding_ns_per_step`: part of
+  // that time may be the profiler's. The cost is a lower bound (calibrated with warm caches),
+  // so the note says the most that remains without it, of the finding and of the step
+  // (Report::profiler_cost). Nothing for traces that carry no cost.
+  std::optional<Report::Evidence> own_cost_evidence(int64_t finding_ns_per_step) const;
   // The GPU idle time of `causes` per step.
   int64_t cause_per_step(std::initializer_list<IdleCause> causes) const;
   int64_t in_steps(int64_t start, int64_t end) const { return a_.in_steps(start, end); }

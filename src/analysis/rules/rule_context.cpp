@@ -5,6 +5,7 @@
 
 #include "analysis/report/host_tree.h"
 #include "analysis/rules/rule.h"
+#include "trace/json_writer.h"  // format_general
 
 namespace ptprof::detail {
 
@@ -43,6 +44,19 @@ std::vector<Report::Evidence> RuleContext::cause_evidence(std::initializer_list<
                            static_cast<int64_t>(static_cast<double>(v[i].second) / steps),
                            "GPU idle while the host was here"));
   return out;
+}
+
+std::optional<Report::Evidence> RuleContext::own_cost_evidence(int64_t finding_ns_per_step) const {
+  if (!r.profiler_cost) return std::nullopt;
+  const Report::ProfilerOwnCost& own = *r.profiler_cost;
+  std::string what = "ptprof's own cost: " + format_general(own.op_ns, 3) + " ns per op";
+  if (own.launch_ns) what += ", " + format_general(*own.launch_ns, 3) + " ns per launch";
+  return evidence(std::move(what), own.ops_per_step + own.launches_per_step, own.ns_per_step,
+                  "without the profiler: at most " +
+                      ms(static_cast<double>(std::max<int64_t>(
+                          0, finding_ns_per_step - own.ns_per_step))) +
+                      " of this per step, in a step of at most " +
+                      ms(static_cast<double>(own.unprofiled_step_ns)));
 }
 
 int64_t RuleContext::cause_per_step(std::initializer_list<IdleCause> causes) const {

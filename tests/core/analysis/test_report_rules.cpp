@@ -74,7 +74,7 @@ TEST(ReportRules, JsonAndPageListEveryThresholdAndRule) {
   EXPECT_EQ(j["thresholds"]["kernel_wait_us"], 12.345);
   EXPECT_EQ(j["thresholds"]["for_loop_min_repeats"], 10);
   EXPECT_EQ(j.at("schema"), "ptprof.report/1");
-  EXPECT_EQ(j.at("schema_version"), "1.1");
+  EXPECT_EQ(j.at("schema_version"), "1.2");
   ASSERT_EQ(j.at("rules").size(), all_rules().size());
   for (std::size_t i = 0; i < all_rules().size(); ++i) {
     EXPECT_EQ(j["rules"][i]["id"], all_rules()[i]->id);
