@@ -1,0 +1,24 @@
+// op_input_text.h: an op's recorded inputs from the four record_shapes lists of its args,
+// which the reader reads element by element into OpInputs, input i from element i of each.
+#pragma once
+
+#include "ptprof/event.h"
+
+namespace ptprof::detail {
+
+// Cleared for the next event's lists, keeping its buffers.
+inline void reset_input(OpInput& in) {
+  in.kind = OpInput::Kind::None;
+  in.dtype.clear();
+  in.sizes.clear();
+  in.strides.clear();
+  in.list_sizes.clear();
+  in.concrete.clear();
+  in.scalar = 0;
+}
+
+// What the writer's "Input Dims"/"Input type"/"Input Strides"/"Concrete Inputs" say about
+// one input: its kind from its type name and the shape of its dims.
+void finish_input(OpInput& in);
+
+}  // namespace ptprof::detail
