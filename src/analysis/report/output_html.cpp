@@ -140,6 +140,12 @@ void HtmlPage::tiles() {
   } else {
     tile("", "GPU idle in steps", kDash, r.has_gpu_data ? "no step to analyse" : "no GPU data");
   }
+  if (r.profiler_cost) {
+    const Report::ProfilerOwnCost& c = *r.profiler_cost;
+    tile(" own-cost", "ptprof's own cost", "\xe2\x89\xa5 " + ms(static_cast<double>(c.ns_per_step)),
+         "per step, " + pct(c.share_of_step) + ": " + num(c.ops_per_step, 0) + " ops \xc3\x97 " +
+             num(c.op_ns, 0) + " ns, calibrated in the process (a lower bound)");
+  }
   tile("", "Trace quality", i64(static_cast<int64_t>(r.quality.size() + r.undetermined.size())),
        r.quality.empty() && r.undetermined.empty() ? "nothing missing or suspect"
                                                    : "notes: see below first");
