@@ -16,7 +16,7 @@ namespace {
 
 constexpr char kMagic[8] = {'P', 'T', 'P', 'V', 'I', 'D', 'X', '\n'};
 // Bumped whenever a section's meaning changes: an older index is then built again.
-constexpr uint64_t kVersion = 3;  // 3: tl.fwdbwd
+constexpr uint64_t kVersion = 4;  // 3: tl.fwdbwd; 4: the report's profiler_cost
 constexpr std::size_t kNameBytes = 48;
 constexpr std::size_t kHashBytes = std::size_t{64} << 10;
 

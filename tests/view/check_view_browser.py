@@ -219,6 +219,9 @@ def check_demo(args, c, b):
         avg = us_from_text(b.find("tile-step-time").text)
         c.expect(abs(avg - want["steps"]["average_us"]["Total"]) <= 1.0,
                  f"overview: average step {avg} us = report's {want['steps']['average_us']['Total']} us")
+        own = us_from_text(b.find("tile-own-cost").text.lstrip("≥ ").split("/")[0])
+        c.expect(abs(own - want["profiler_cost"]["per_step_us"]) <= 0.0015 * max(1.0, own),
+                 f"overview: ptprof's own cost {own} us = report's {want['profiler_cost']['per_step_us']} us")
         names = [cells(r)[0] for r in b.all("top-ops-cpu-row")]
         c.expect(bool(names) and names == [o["name"] for o in want["top_operators"]["by_self_cpu"]][:len(names)],
                  f"overview: top operators as the report lists them ({names[:2]}...)")

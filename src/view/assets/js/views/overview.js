@@ -19,6 +19,7 @@ export async function render(main, trace) {
     tile('Steps', steps.has_steps ? String(steps.per_step.length) : 'none', 'tile-steps'),
     tile('Average step', steps.determined ? fmtUs(avg.Total) : '—', 'tile-step-time'),
     r.gpu.has_gpu_data ? tile('GPU utilization', fmtPct(r.gpu.devices.length ? r.gpu.devices[0].utilization : null), 'tile-gpu-util') : null,
+    r.profiler_cost ? tile("ptprof's own cost", `≥ ${fmtUs(r.profiler_cost.per_step_us)} / step`, 'tile-own-cost') : null,
     tile('Quality notes', String(r.quality.length), 'tile-quality'),
     tile('Top finding', top ? top.title : 'none', 'tile-top-finding')));
 
@@ -26,7 +27,8 @@ export async function render(main, trace) {
     kv('File', o.file), kv('Worker', trace.worker), kv('Process', `${o.source.process_name} (pid ${o.source.pid})`),
     kv('Window', `${fmtUs((o.source.window_end_ns - o.source.window_start_ns) / 1000)}, window ${o.source.window_index}`),
     kv('Events', `${o.source.events} (and ${o.source.memory_events} memory events)`),
-    kv('Device type', r.gpu.has_gpu_data || o.devices.length ? 'GPU' : 'CPU'))));
+    kv('Device type', r.gpu.has_gpu_data || o.devices.length ? 'GPU' : 'CPU'),
+    r.profiler_cost ? kv("ptprof's own cost", ownCost(r.profiler_cost)) : null)));
 
   if (r.gpu.has_gpu_data || o.devices.length) {
     const props = new Map(o.devices.map(d => [d.id, d]));
@@ -107,6 +109,15 @@ export async function render(main, trace) {
 function tile(label, value, testid) {
   return h('div', {class: 'tile', 'data-testid': testid}, h('div', {class: 'tile-label', text: label}),
            h('div', {class: 'tile-value', text: value}));
+}
+
+// A lower bound: op_ns is calibrated with warm caches (docs/report.md).
+function ownCost(c) {
+  let how = `${fmtNum(c.ops_per_step)} ops × ${fmtNum(c.op_ns)} ns`;
+  if (c.launch_ns != null) how += ` + ${fmtNum(c.launches_per_step)} launches × ${fmtNum(c.launch_ns)} ns`;
+  else if (c.launches_per_step > 0) how += ` (${fmtNum(c.launches_per_step)} launches, not charged: their cost was not measured)`;
+  return `at least ${fmtUs(c.per_step_us)} per step (${fmtPct(c.share_of_step)}): ${how}, calibrated in the ` +
+         `recording process; without the profiler a step takes at most ${fmtUs(c.unprofiled_step_us)}`;
 }
 
 function kv(k, v) {
