@@ -1,12 +1,13 @@
 // bench_step: what profiling costs a realistic training step, end to end, on CPU.
 //
-//   bench_step [--json] [--reps R] [--steps S] [--only NAME,NAME...]
-//   valgrind --tool=callgrind bench_step --instructions [--steps S] [--only ...]
+//   bench_step [--json] [--reps R] [--steps S] [--only NAME,NAME...] [--model cnn|deep]
+//   valgrind --tool=callgrind bench_step --instructions [--steps S] [--only ...] [--model ...]
 //
 // The step: a batch of 32 images from a libtorch DataLoader (32 samples made and stacked, in a
 // ptprof::DataLoaderRange), a small CNN (two conv + batch-norm + ReLU blocks, max and adaptive
 // pooling, a Linear + LayerNorm + Dropout head), cross-entropy, backward and Adam: a few ms
-// and some hundreds of ops on one thread. It runs with no profiler; under the floors any
+// and some hundreds of ops on one thread. --model deep: an embedding and LSTM step whose ops
+// run under deep native stacks (DeepTrainer; issue 28 section 1b). It runs with no profiler; under the floors any
 // observer pays (an empty RecordFunction callback; with inputs for record_shapes and
 // with_flops; with an empty memory reporter for profile_memory); under ptprof with each option;
 // and under libtorch's own profiler (Kineto, CPU activity) with the same options.
@@ -98,7 +99,14 @@ struct NetImpl : torch::nn::Module {
 };
 TORCH_MODULE(Net);
 
-class Trainer {
+// A step of training; bench_step times one of two.
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual void step() = 0;
+};
+
+class Trainer final : public Workload {
  public:
   Trainer()
       : loader_(torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
@@ -107,7 +115,7 @@ class Trainer {
         it_(loader_->begin()),
         opt_(net_->parameters(), torch::optim::AdamOptions(1e-3)) {}
 
-  void step() {
+  void step() override {
     torch::data::Example<> batch;
     {
       ptprof::DataLoaderRange data;
@@ -136,6 +144,59 @@ class Trainer {
   Net net_;
   Loader loader_;
   decltype(loader_->begin()) it_;
+  torch::optim::Adam opt_;
+};
+
+// --model deep: a step whose ops run under deep native stacks, where with_stack costs most:
+// an embedding, a two-layer LSTM over a sequence (libtorch's CPU LSTM is a loop of small ops per
+// time step, under the module, aten::lstm and its cell functions), a Linear head, and the
+// backward through autograd's engine. About 3 ms and a thousand-odd ops on one thread.
+struct DeepNetImpl : torch::nn::Module {
+  DeepNetImpl() {
+    embed = register_module("embed", torch::nn::Embedding(1000, 32));
+    lstm = register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(32, 48).num_layers(2)));
+    head = register_module("head", torch::nn::Linear(48, 1000));
+  }
+  torch::Tensor forward(torch::Tensor tokens) {
+    torch::Tensor x = embed(tokens);  // [seq, batch, 32]
+    x = std::get<0>(lstm(x));
+    return head(x.select(0, -1));
+  }
+  torch::nn::Embedding embed{nullptr};
+  torch::nn::LSTM lstm{nullptr};
+  torch::nn::Linear head{nullptr};
+};
+TORCH_MODULE(DeepNet);
+
+class DeepTrainer final : public Workload {
+ public:
+  DeepTrainer() : opt_(net_->parameters(), torch::optim::AdamOptions(1e-3)) {}
+
+  void step() override {
+    torch::Tensor tokens, target;
+    {
+      ptprof::DataLoaderRange data;
+      tokens = torch::randint(1000, {16, 8});
+      target = torch::randint(1000, {8});
+    }
+    opt_.zero_grad();
+    torch::Tensor loss;
+    {
+      PTPROF_RANGE("forward");
+      loss = torch::nn::functional::cross_entropy(net_->forward(tokens), target);
+    }
+    {
+      PTPROF_RANGE("backward");
+      loss.backward();
+    }
+    {
+      PTPROF_RANGE("optimizer_step");
+      opt_.step();
+    }
+  }
+
+ private:
+  DeepNet net_;
   torch::optim::Adam opt_;
 };
 
@@ -172,6 +233,7 @@ int main(int argc, char** argv) {
   int reps = 21;
   int steps = 4;
   std::string only;
+  std::string model = "cnn";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json")) {
       json = true;
@@ -183,9 +245,13 @@ int main(int argc, char** argv) {
       steps = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
       only = "," + std::string(argv[++i]) + ",";
+    } else if (!std::strcmp(argv[i], "--model") && i + 1 < argc &&
+               (!std::strcmp(argv[i + 1], "cnn") || !std::strcmp(argv[i + 1], "deep"))) {
+      model = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--json | --instructions] [--reps R] [--steps S] [--only NAME,...]\n",
+                   "usage: %s [--json | --instructions] [--reps R] [--steps S] [--only NAME,...] "
+                   "[--model cnn|deep]\n",
                    argv[0]);
       return 2;
     }
@@ -196,7 +262,13 @@ int main(int argc, char** argv) {
   }
   torch::set_num_threads(1);
   torch::manual_seed(0);
-  Trainer trainer;
+  std::unique_ptr<Workload> workload;
+  if (model == "deep") {
+    workload = std::make_unique<DeepTrainer>();
+  } else {
+    workload = std::make_unique<Trainer>();
+  }
+  Workload& trainer = *workload;
   for (int i = 0; i < 10; ++i) trainer.step();  // lazy init, allocator pools, caches
 
   namespace tap = torch::autograd::profiler;
