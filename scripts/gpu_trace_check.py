@@ -345,6 +345,10 @@ def verify(trace, kineto=None, run=None, fallback=None, all_options=None, teardo
         "cuda_runtime_version": trace.get("cuda_runtime_version"),
         "cuda_driver_version": trace.get("cuda_driver_version"),
         "dropped_records": trace.get("ptprof_gpu_dropped_records", 0),
+        # ptprof's own cost as the recording process calibrated it (issue 28 section 4):
+        # launch_ns beside launch_layers' measured "ptprof as shipped" figure. Traces recorded
+        # before 2026-12-07 have none.
+        "ptprof_cost": trace.get("ptprof_cost"),
     }
 
     if kineto is not None:

@@ -44,6 +44,12 @@ class CuptiApi {
   // calling thread's current device as it was.
   virtual cudaError_t synchronize_device(int device) = 0;
 
+  // ---- ptprof's own cost ----
+  // Issues `launches` one-byte cudaMemsetAsync calls on a private non-blocking stream of the
+  // calling thread's current device and returns the calls' CPU time in ns (the stream is
+  // synchronized afterwards, untimed); -1 where a CUDA call failed. The backend times it
+  // before and after enabling CUPTI: the difference is what tracing adds per launch.
+  virtual int64_t time_launches(int launches) = 0;
   // ---- other profilers ----
   // True while libtorch's own profiler (torch.profiler / autograd profiler, i.e. Kineto) runs.
   virtual bool torch_profiler_active() = 0;

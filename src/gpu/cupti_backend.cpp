@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -239,6 +240,8 @@ class CuptiBackend final : public GpuBackend {
           "torch::autograd::profiler, i.e. Kineto), which is active in this process; stop it "
           "before asking ptprof for CUDA activity");
     }
+    // Launches timed before CUPTI is on, once per backend: ptprof's own cost (ProfilerCost).
+    const int64_t untraced = launch_cost_probed_ ? -1 : probe_launches();
     std::string holder;
     CUptiResult r = lean_ ? api_.subscribe(&lean::on_callback, &subscriber_, &holder)
                           : api_.probe_subscriber(&holder);
@@ -325,8 +328,16 @@ class CuptiBackend final : public GpuBackend {
     if (devices_.empty()) query_devices();
     register_cupti_thread();
     enabled_ = true;
+    if (untraced >= 0) {
+      launch_cost_probed_ = true;
+      const int64_t traced = probe_launches();
+      if (traced >= 0)
+        launch_cost_ns_ = std::max(0.0, static_cast<double>(traced - untraced) / kProbeLaunches);
+    }
     return ok_status();
   }
+
+  std::optional<double> launch_cost_ns() const override { return launch_cost_ns_; }
 
   void begin_window(int64_t) override {
     if (!enabled_) return;
@@ -555,6 +566,20 @@ class CuptiBackend final : public GpuBackend {
   }
 
   // Lean: the callbacks on the launch calls and on graph nodes, the call log filled ahead.
+  // What kProbeLaunches launches take on this thread: the fastest of a few rounds, after an
+  // untimed one (first-launch setup); -1 where a CUDA call failed.
+  static constexpr int kProbeLaunches = 64;
+  int64_t probe_launches() {
+    if (api_.time_launches(8) < 0) return -1;
+    int64_t best = -1;
+    for (int round = 0; round < 4; ++round) {
+      const int64_t t = api_.time_launches(kProbeLaunches);
+      if (t < 0) return -1;
+      best = best < 0 ? t : std::min(best, t);
+    }
+    return best;
+  }
+
   Status enable_callbacks() {
     CallLog::get().reserve(kReservedCallChunks, call_log_cap());
     lean::reset_op_stacks();
@@ -669,6 +694,8 @@ class CuptiBackend final : public GpuBackend {
   uint32_t version_ = 0;
   int device_count_ = 0;
   bool enabled_ = false;
+  bool launch_cost_probed_ = false;
+  std::optional<double> launch_cost_ns_;
   bool timestamp_callback_ = false;
   std::unique_ptr<BufferPool> pool_;
   std::vector<CUpti_ActivityKind> enabled_kinds_;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,10 @@ class GpuBackend {
   // (pop): they tell the backend which op launches what (may be null).
   virtual CorrelationHook push_hook() = 0;
   virtual CorrelationHook pop_hook() = 0;
+  // CPU time GPU tracing adds per launch (kernel, copy or memset call), measured at the first
+  // enable() by timing launches before and after CUPTI was switched on; nothing where it was
+  // not measured (no GPU, a CUDA call failed).
+  virtual std::optional<double> launch_cost_ns() const = 0;
   // Names of the open ops at graph capture (optional: without it, names come from the trace of
   // the window the capture happened in).
   virtual void set_open_ops_hook(OpenOpsHook hook) = 0;

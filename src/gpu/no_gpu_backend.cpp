@@ -16,6 +16,7 @@ class NoGpuBackend final : public GpuBackend {
   CorrelationHook push_hook() override { return nullptr; }
   CorrelationHook pop_hook() override { return nullptr; }
   void set_open_ops_hook(OpenOpsHook) override {}
+  std::optional<double> launch_cost_ns() const override { return std::nullopt; }
 };
 
 }  // namespace

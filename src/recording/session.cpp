@@ -323,6 +323,7 @@ class SessionImpl {
     window_.cost.reset();
     try {
       window_.cost = detail::calibrate_op_cost();
+      if (gpu_) window_.cost->launch_ns = gpu_->launch_cost_ns();
     } catch (const std::exception& e) {
       warning(StatusCode::kInternal,
               std::string("ptprof's own cost could not be calibrated: ") + e.what() +

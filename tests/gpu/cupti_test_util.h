@@ -188,6 +188,10 @@ class FakeCuptiApi : public detail::CuptiApi {
   // Completes buffers on another thread while flush_all waits (CUPTI's worker thread).
   bool complete_on_other_thread = false;
   std::set<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> failing_callbacks;
+  // time_launches: ns per launch with no activity kind enabled and with some; a negative
+  // value fails the call (a CUDA error).
+  int64_t launch_ns_untraced = 1500;
+  int64_t launch_ns_traced = 3700;
 
   // ---- observed state ----
   CUpti_BuffersCallbackRequestFunc request = nullptr;
@@ -197,6 +201,7 @@ class FakeCuptiApi : public detail::CuptiApi {
   std::vector<uint64_t> stack;  // external-correlation stack (tests run one thread)
   int flushes = 0;
   int synchronizes = 0;
+  int launch_probes = 0;
   uint64_t dropped = 0;
   uint32_t next_correlation = 100;
   CUpti_CallbackFunc callback = nullptr;  // the subscriber's (lean mode)
@@ -225,6 +230,11 @@ class FakeCuptiApi : public detail::CuptiApi {
   }
   int runtime_version() override { return 13000; }
   int driver_version() override { return 13010; }
+  int64_t time_launches(int launches) override {
+    ++launch_probes;
+    const int64_t per = enabled.empty() ? launch_ns_untraced : launch_ns_traced;
+    return per < 0 ? -1 : per * launches;
+  }
   cudaError_t synchronize_device(int) override {
     ++synchronizes;
     return cudaSuccess;

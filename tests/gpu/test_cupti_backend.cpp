@@ -443,5 +443,42 @@ TEST_F(BackendTest, GpuUserAnnotationsFromTheWindowsRanges) {
   }
 }
 
+// ptprof's own cost per launch (issue 28 section 4): launches timed before CUPTI is on and
+// after, once per backend.
+TEST_F(BackendTest, MeasuresWhatTracingAddsPerLaunch) {
+  api_.launch_ns_untraced = 1500;
+  api_.launch_ns_traced = 3700;
+  make();
+  EXPECT_FALSE(backend_->launch_cost_ns().has_value());
+  enable();
+  ASSERT_TRUE(backend_->launch_cost_ns().has_value());
+  EXPECT_DOUBLE_EQ(*backend_->launch_cost_ns(), 2200);
+  // Not again at the next window's enable: the probe's launches would land in its warmup for
+  // nothing, and the first measure stands.
+  const int probes = api_.launch_probes;
+  backend_->disable();
+  ASSERT_TRUE(backend_->enable().ok());
+  EXPECT_EQ(api_.launch_probes, probes);
+  EXPECT_DOUBLE_EQ(*backend_->launch_cost_ns(), 2200);
+}
+
+TEST_F(BackendTest, NoLaunchCostWhereTheProbeFails) {
+  api_.launch_ns_traced = -1;  // a CUDA call fails once CUPTI is on
+  enable();
+  EXPECT_FALSE(backend_->launch_cost_ns().has_value());
+  api_.launch_ns_untraced = -1;
+  api_.launch_ns_traced = 3000;
+  enable();
+  EXPECT_FALSE(backend_->launch_cost_ns().has_value());
+}
+
+TEST_F(BackendTest, TracingThatCostsNothingIsZeroNotNegative) {
+  api_.launch_ns_untraced = 2000;
+  api_.launch_ns_traced = 1900;
+  enable();
+  ASSERT_TRUE(backend_->launch_cost_ns().has_value());
+  EXPECT_DOUBLE_EQ(*backend_->launch_cost_ns(), 0);
+}
+
 }  // namespace
 }  // namespace ptprof::detail
