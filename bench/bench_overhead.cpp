@@ -100,6 +100,7 @@ class StubCupti final : public ptprof::detail::CuptiApi {
   int runtime_version() override { return 13000; }
   int driver_version() override { return 13000; }
   cudaError_t synchronize_device(int) override { return cudaSuccess; }
+  int64_t time_launches(int) override { return -1; }
   bool torch_profiler_active() override { return false; }
   CUptiResult probe_subscriber(std::string*) override { return CUPTI_SUCCESS; }
   CUptiResult subscribe(CUpti_CallbackFunc, CUpti_SubscriberHandle* handle,
