@@ -1,5 +1,5 @@
-// rule_cache.cpp: the shared rule table's slow paths (allocation, a miss) and where a miss
-// finds the .eh_frame of the code it is for.
+// rule_cache.cpp: the shared rule table, and where a miss finds the .eh_frame of the code it
+// is for.
 //
 // Process-wide open addressing table, insert-only: a slot's rule is written before its key is
 // published (release), and never changes after, so lookups need no lock. Inserts take a mutex
@@ -20,11 +20,21 @@
 #include <elf.h>
 #include <link.h>
 
+#include <cstddef>
 #include <mutex>
 
 #include "recording/unwind/eh_frame_cfi.h"
 
 namespace ptprof::detail::unwind {
+
+constexpr int kSlotBits = 15;
+constexpr std::size_t kSlots = std::size_t{1} << kSlotBits;
+constexpr int kMaxProbes = 32;
+
+struct Slot {
+  std::atomic<uint64_t> key{0};
+  std::atomic<uint64_t> rule{0};
+};
 
 std::atomic<Slot*> g_slots{nullptr};
 
@@ -34,6 +44,23 @@ std::once_flag g_slots_once;
 std::mutex g_insert_mutex;
 std::atomic<uint64_t> g_rule_misses{0};
 std::atomic<uint64_t> g_unsupported{0};
+
+std::size_t slot_of(uint64_t key) {
+  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits));
+}
+
+bool cached_rule(const Slot* table, uint64_t key, Rule* out) {
+  std::size_t i = slot_of(key);
+  for (int p = 0; p < kMaxProbes; ++p, i = (i + 1) & (kSlots - 1)) {
+    const uint64_t k = table[i].key.load(std::memory_order_acquire);
+    if (k == key) {
+      *out = unpack(table[i].rule.load(std::memory_order_relaxed));
+      return true;
+    }
+    if (k == 0) return false;
+  }
+  return false;
+}
 
 void insert_rule(Slot* table, uint64_t key, Rule rule) {
   std::lock_guard<std::mutex> lock(g_insert_mutex);
@@ -111,9 +138,11 @@ Slot* allocate_slots() {
   return g_slots.load(std::memory_order_acquire);
 }
 
-Rule compute_and_cache_rule(Slot* table, uint64_t key) {
+Rule rule_for(Slot* table, uint64_t key) {
+  Rule r;
+  if (cached_rule(table, key, &r)) return r;
   g_rule_misses.fetch_add(1, std::memory_order_relaxed);
-  const Rule r = compute_rule(key);
+  r = compute_rule(key);
   if (r.cfa == kUnsupported) g_unsupported.fetch_add(1, std::memory_order_relaxed);
   insert_rule(table, key, r);
   return r;

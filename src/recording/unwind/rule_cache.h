@@ -1,12 +1,11 @@
 // rule_cache.h: the unwind rules of code addresses, computed once per address and cached.
 //
 // Two levels: a process-wide table (rule_cache.cpp says how it stays lock-free to read) and a
-// small per-thread copy of the rules a thread used last (LocalRule). The lookups run for every
-// captured frame, so they are inline here; only a miss, which reads .eh_frame, is a call.
+// small per-thread copy of the rules a thread used last (LocalRule). The per-thread lookup runs
+// for every captured frame, so it is inline here; the shared table is a call away.
 #pragma once
 
 #include <atomic>
-#include <cstddef>
 #include <cstdint>
 
 #include "recording/unwind/rule.h"
@@ -15,15 +14,7 @@ namespace ptprof::detail::unwind {
 
 // ---- The shared table ------------------------------------------------------------------------
 
-constexpr int kSlotBits = 15;
-constexpr std::size_t kSlots = std::size_t{1} << kSlotBits;
-constexpr int kMaxProbes = 32;
-
-struct Slot {
-  std::atomic<uint64_t> key{0};
-  std::atomic<uint64_t> rule{0};
-};
-
+struct Slot;
 extern std::atomic<Slot*> g_slots;
 Slot* allocate_slots();
 
@@ -33,31 +24,10 @@ inline Slot* slots() {
   return s ? s : allocate_slots();
 }
 
-inline std::size_t slot_of(uint64_t key) {
-  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits));
-}
-
-inline bool cached_rule(const Slot* table, uint64_t key, Rule* out) {
-  std::size_t i = slot_of(key);
-  for (int p = 0; p < kMaxProbes; ++p, i = (i + 1) & (kSlots - 1)) {
-    const uint64_t k = table[i].key.load(std::memory_order_acquire);
-    if (k == key) {
-      *out = unpack(table[i].rule.load(std::memory_order_relaxed));
-      return true;
-    }
-    if (k == 0) return false;
-  }
-  return false;
-}
-
-// A miss: the rule from the .eh_frame of the loaded object holding `key`, then cached.
-Rule compute_and_cache_rule(Slot* table, uint64_t key);
-
-inline Rule rule_for(Slot* table, uint64_t key) {
-  Rule r;
-  if (cached_rule(table, key, &r)) return r;
-  return compute_and_cache_rule(table, key);
-}
+// The rule of `key` in the table; on a miss, from the .eh_frame of the loaded object holding
+// it, then cached. Out of line, as it always was: only a frame the thread's copy misses
+// (LocalRule below) comes here.
+Rule rule_for(Slot* table, uint64_t key);
 
 struct RuleCacheStats {
   uint64_t misses = 0;       // addresses whose rule was computed from .eh_frame
