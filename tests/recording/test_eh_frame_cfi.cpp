@@ -30,11 +30,16 @@ void record(std::vector<uint8_t>& out, std::vector<uint8_t> body) {
   out.insert(out.end(), body.begin(), body.end());
 }
 
-// One CIE as GCC writes it ("zR", pcrel|sdata4; CFA = rsp + 8, return address at CFA - 8),
-// then an FDE per instruction list, each covering 0x100 bytes from kFdeStart + i * 0x100.
-std::vector<uint8_t> eh_frame(std::initializer_list<std::vector<uint8_t>> fdes) {
+// One CIE as GCC writes it ("zR", pcrel|sdata4; CFA = rsp + 8, return address at CFA - 8).
+const std::vector<uint8_t> kGccCie = {0,    0,  0, 0,    1,    'z', 'R', 0,    1,
+                                      0x78, 16, 1, 0x1b, 0x0c, 7,   8,   0x90, 1};
+
+// The CIE `cie` (its body), then an FDE per instruction list, each covering 0x100 bytes from
+// kFdeStart + i * 0x100 (pointers as kGccCie has them).
+std::vector<uint8_t> eh_frame(std::initializer_list<std::vector<uint8_t>> fdes,
+                              const std::vector<uint8_t>& cie = kGccCie) {
   std::vector<uint8_t> out;
-  record(out, {0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 16, 1, 0x1b, 0x0c, 7, 8, 0x90, 1});
+  record(out, cie);
   uint64_t pc = kFdeStart;
   for (const auto& insns : fdes) {
     std::vector<uint8_t> body;
@@ -155,6 +160,60 @@ TEST(EhFrameCfi, RecordsOutsideTheSectionAreNoRule) {
   EXPECT_EQ(rule_at(far_cie, fde, kFdeStart).cfa, kUnsupported);
   EXPECT_EQ(rule_at(eh, kEhAddr + eh.size(), kFdeStart).cfa, kUnsupported);
   EXPECT_EQ(rule_at(eh, kEhAddr - 4, kFdeStart).cfa, kUnsupported);
+}
+
+// Cases the parser's bounds exist for: each read out of bounds, or overflowed, before the
+// parser became a function of the section's bytes (issue 26).
+
+// A CIE with GCC's old "eh" augmentation skips an 8-byte pointer, and a version 4 CIE two
+// bytes: past the end of a record too short to hold them, nothing more is read.
+TEST(EhFrameCfi, CieFieldsPastTheRecordEndAreNoRule) {
+  const std::vector<uint8_t> eh_cie = {0, 0, 0, 0, 1, 'e', 'h', 0};
+  auto eh = eh_frame({kFramePointer}, eh_cie);
+  EXPECT_EQ(rule_at(eh, fdes_of(eh).at(0), kFdeStart).cfa, kUnsupported);
+  const std::vector<uint8_t> v4_cie = {0, 0, 0, 0, 4, 'z', 'R', 'R', 'R', 'R', 'R', 0};
+  eh = eh_frame({kFramePointer}, v4_cie);
+  EXPECT_EQ(rule_at(eh, fdes_of(eh).at(0), kFdeStart).cfa, kUnsupported);
+}
+
+// Factored offsets that overflow int64 (data_align * offset, the negation of
+// DW_CFA_GNU_negative_offset_extended) and 10-byte LEB128s wrap: a wrong rule, never
+// undefined behaviour (the sanitizer build holds this).
+TEST(EhFrameCfi, OverflowingOffsetsWrap) {
+  // data_align = -2^62 (SLEB128), return address at offset 3 * data_align.
+  std::vector<uint8_t> cie = {0, 0, 0, 0, 1, 'z', 'R', 0, 1};
+  cie.insert(cie.end(), {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40});
+  cie.insert(cie.end(), {16, 1, 0x1b, 0x0c, 7, 8, 0x90, 3});
+  auto eh = eh_frame({{0x2f, 6, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}}, cie);
+  EXPECT_EQ(rule_at(eh, fdes_of(eh).at(0), kFdeStart).cfa, kUnsupported);
+  // DW_CFA_def_cfa_offset_sf with a 10-byte SLEB128 (bit 63 set by the shift of the last
+  // byte), then DW_CFA_offset_extended_sf of rbp likewise.
+  eh = eh_frame({{0x13, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,  //
+                  0x11, 6,    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f}});
+  const Rule r = rule_at(eh, fdes_of(eh).at(0), kFdeStart);
+  EXPECT_EQ(r.cfa, kCfaRsp);
+  EXPECT_EQ(r.cfa_off, 8);  // -1 * data_align
+  EXPECT_EQ(r.rbp, kRbpSaved);
+  EXPECT_EQ(r.rbp_off, 0);  // -2^63 * -8, wrapped
+}
+
+// DW_EH_PE_indirect pointers are read from the section, and only from it.
+TEST(EhFrameCfi, IndirectPointersStayInTheSection) {
+  auto cie = kGccCie;
+  cie[12] = 0x9b;  // indirect | pcrel | sdata4
+  auto eh = eh_frame({kFramePointer}, cie);
+  const uint64_t fde = fdes_of(eh).at(0);
+  const uint64_t field = fde - kEhAddr + 8;  // pc_begin
+  const uint64_t slot = eh.size();
+  uint8_t pc[8];
+  std::memcpy(pc, &kFdeStart, 8);
+  eh.insert(eh.end(), pc, pc + 8);
+  const uint32_t rel = static_cast<uint32_t>(slot - field);
+  std::memcpy(eh.data() + field, &rel, 4);
+  EXPECT_EQ(rule_at(eh, fde, kFdeStart + 1).cfa_off, 16);
+  const uint32_t outside = rel + 8;  // the 8 bytes past the section's end
+  std::memcpy(eh.data() + field, &outside, 4);
+  EXPECT_EQ(rule_at(eh, fde, kFdeStart + 1).cfa, kUnsupported);
 }
 
 }  // namespace

@@ -304,7 +304,8 @@ bool run_cfa(Reader r, const CieInfo& cie, uint64_t& loc, uint64_t target, CfaSt
         if (!r.has(s.cfa_expr_len)) return false;
         r.p += s.cfa_expr_len;
         break;
-      case DW_CFA_expression: {
+      case DW_CFA_expression:
+      case DW_CFA_val_expression: {  // a rule this unwinder cannot follow: skipped
         const uint64_t reg = r.uleb();
         const uint64_t len = r.uleb();
         if (!r.has(len)) return false;
@@ -332,14 +333,6 @@ bool run_cfa(Reader r, const CieInfo& cie, uint64_t& loc, uint64_t target, CfaSt
           r.uleb();
         else
           r.sleb();
-        set(reg, kRegOther, 0);
-        break;
-      }
-      case DW_CFA_val_expression: {
-        const uint64_t reg = r.uleb();
-        const uint64_t len = r.uleb();
-        if (!r.has(len)) return false;
-        r.p += len;
         set(reg, kRegOther, 0);
         break;
       }
