@@ -19,6 +19,7 @@ struct Section {
   uint64_t size = 0;
   uint64_t addr = 0;
 
+  // Whether the `n` bytes at address `a` lie inside (no overflow on any input).
   bool contains(uint64_t a, uint64_t n) const {
     return a >= addr && a - addr <= size && n <= size - (a - addr);
   }

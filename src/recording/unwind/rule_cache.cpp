@@ -20,6 +20,7 @@
 #include <elf.h>
 #include <link.h>
 
+#include <atomic>
 #include <cstddef>
 #include <mutex>
 
@@ -36,10 +37,9 @@ struct Slot {
   std::atomic<uint64_t> rule{0};
 };
 
-std::atomic<Slot*> g_slots{nullptr};
-
 namespace {
 
+std::atomic<Slot*> g_slots{nullptr};
 std::once_flag g_slots_once;
 std::mutex g_insert_mutex;
 std::atomic<uint64_t> g_rule_misses{0};
@@ -132,7 +132,9 @@ Rule compute_rule(uint64_t key) {
 
 }  // namespace
 
-Slot* allocate_slots() {
+Slot* slots() {
+  Slot* s = g_slots.load(std::memory_order_acquire);
+  if (s) return s;
   // Never freed: other threads may be capturing while the process exits.
   std::call_once(g_slots_once, [] { g_slots.store(new Slot[kSlots], std::memory_order_release); });
   return g_slots.load(std::memory_order_acquire);

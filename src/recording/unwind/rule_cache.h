@@ -5,7 +5,6 @@
 // for every captured frame, so it is inline here; the shared table is a call away.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 #include "recording/unwind/rule.h"
@@ -15,14 +14,10 @@ namespace ptprof::detail::unwind {
 // ---- The shared table ------------------------------------------------------------------------
 
 struct Slot;
-extern std::atomic<Slot*> g_slots;
-Slot* allocate_slots();
 
 // The table, allocated at the first call (warm_up_stack_capture makes that the session's start).
-inline Slot* slots() {
-  Slot* s = g_slots.load(std::memory_order_acquire);
-  return s ? s : allocate_slots();
-}
+// Called once per capture.
+Slot* slots();
 
 // The rule of `key` in the table; on a miss, from the .eh_frame of the loaded object holding
 // it, then cached. Out of line, as it always was: only a frame the thread's copy misses
