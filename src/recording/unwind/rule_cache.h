@@ -16,7 +16,8 @@ namespace ptprof::detail::unwind {
 struct Slot;
 
 // The table, allocated at the first call (warm_up_stack_capture makes that the session's start).
-// Called once per capture.
+// Once per capture, out of line: inlined, it changed capture_stack's register allocation (the
+// output pointer spilled) for 45 more instructions a capture at depth 32.
 Slot* slots();
 
 // The rule of `key` in the table; on a miss, from the .eh_frame of the loaded object holding
