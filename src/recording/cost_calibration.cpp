@@ -1,3 +1,4 @@
+// The op-cost calibration (cost_calibration.h): one real ATen op timed with profiling on and off.
 #include "recording/cost_calibration.h"
 
 #include <algorithm>

@@ -51,9 +51,11 @@ struct LocalRule {
 constexpr int kLocalRuleBits = 9;
 
 // The rule of `key` through the thread's copy `local` (1 << kLocalRuleBits entries, key 0
-// marks an empty one), then the shared table.
-__attribute__((always_inline)) inline Rule local_rule_for(LocalRule* local, Slot* table,
-                                                          uint64_t key) {
+// marks an empty one), then the shared table. no_sanitize like the unwinder it is inlined
+// into: instrumented, its locals' use-after-scope marks would land in the unwinder's frame,
+// which has no ASan epilogue to clear them, and stay poisoned for whatever frame comes next.
+__attribute__((always_inline, no_sanitize("address"))) inline Rule local_rule_for(
+    LocalRule* local, Slot* table, uint64_t key) {
   LocalRule* set = local + ((key * 0x9E3779B97F4A7C15ull) >> (64 - kLocalRuleBits) & ~1ull);
   if (set[0].key == key) return set[0].rule;
   if (set[1].key == key) return set[1].rule;
