@@ -59,6 +59,10 @@ class ReportDiff {
   bool has_steps_before = false, has_steps_after = false;  // Report::has_steps
   bool steps_compared = false;                             // both reports have a breakdown
   Value step_ns;  // average step (Unit::Trace: the steps' sum)
+  // ptprof's own cost in the same unit (Report::profiler_cost, a lower bound), where both runs
+  // carry it: how much of the step's change the profiler itself may have made (a run with
+  // with_stack against one without, say).
+  std::optional<Value> profiler_ns;
   struct CategoryDelta {
     StepCategory category = StepCategory::Kernel;
     Value ns;

@@ -165,6 +165,13 @@ ReportDiff::ReportDiff(const Report& a, const Report& b, const ReportDiffOptions
     const double ka = unit == Unit::Trace ? static_cast<double>(a.steps.size()) : 1;
     const double kb = unit == Unit::Trace ? static_cast<double>(b.steps.size()) : 1;
     step_ns = {a.average_step_ns * ka, b.average_step_ns * kb};
+    if (a.profiler_cost && b.profiler_cost) {
+      profiler_ns = Value{static_cast<double>(a.profiler_cost->ns_per_step) * ka,
+                          static_cast<double>(b.profiler_cost->ns_per_step) * kb};
+    } else if (a.profiler_cost || b.profiler_cost) {
+      notes.push_back((a.profiler_cost ? lb : la) +
+                      " carries no ptprof_cost: ptprof's own cost is not compared");
+    }
     for (int c = 0; c < kStepCategories; ++c) {
       CategoryDelta d;
       d.category = static_cast<StepCategory>(c);
@@ -355,6 +362,9 @@ std::string ReportDiff::summary() const {
     line("  " + pad("", 16, false) + pad("before", 13, true) + pad("after", 13, true) +
          pad("change", 14, true));
     line("  " + row(unit == Unit::Step ? "Step" : "Total", 16, step_ns));
+    if (profiler_ns)
+      line("  " + row("ptprof's own", 16, *profiler_ns) +
+           "  (at least: calibrated in each run; part of the step's change)");
     for (const auto& c : categories)
       line("  " + row(step_category_name(c.category), 16, c.ns) +
            (c.ns.delta() != 0
@@ -460,6 +470,12 @@ std::string ReportDiff::to_json() const {
   w.key("after_has_steps").value(has_steps_after);
   w.key("step");
   write_value_us(w, step_ns);
+  w.key("profiler_cost");
+  if (profiler_ns) {
+    write_value_us(w, *profiler_ns);
+  } else {
+    w.null();
+  }
   w.newline().key("categories").begin_array();
   for (const auto& c : categories) {
     w.newline().begin_object();

@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "ptprof/profiler_cost.h"
 #include "ptprof/report.h"
 #include "ptprof/report_diff.h"
 #include "trace_builder.h"
@@ -256,6 +257,43 @@ TEST(ReportDiff, JsonCarriesTheDeltas) {
   ASSERT_FALSE(jf["operators"].empty());
   EXPECT_EQ(jf["operators"][0]["presence"], "only_after");
   EXPECT_TRUE(jf["operators"][0]["self_cpu"]["relative"].is_null());
+}
+
+}  // namespace
+}  // namespace ptprof
+
+namespace ptprof {
+namespace {
+
+// ptprof's own cost beside the step (issue 28 section 4): a run recorded with costlier options
+// shows how much of its slower step the profiler may have made.
+TEST(ReportDiff, ComparesPtprofsOwnCostWhereBothRunsCarryIt) {
+  Trace a = training_trace(4, 1000, true, "aten::slow", 100);
+  Trace b = training_trace(4, 1000, true, "aten::slow", 100);
+  ProfilerCost cheap, costly;
+  cheap.op_ns = 1000;
+  costly.op_ns = 5000;
+  set_profiler_cost(a, cheap);
+  set_profiler_cost(b, costly);
+  const Report ra(a), rb(b);
+  ASSERT_TRUE(ra.profiler_cost && rb.profiler_cost);
+  const ReportDiff d(ra, rb);
+  ASSERT_TRUE(d.profiler_ns.has_value());
+  EXPECT_DOUBLE_EQ(d.profiler_ns->before, static_cast<double>(ra.profiler_cost->ns_per_step));
+  EXPECT_DOUBLE_EQ(d.profiler_ns->after, static_cast<double>(rb.profiler_cost->ns_per_step));
+  EXPECT_DOUBLE_EQ(d.profiler_ns->delta(), 4 * d.profiler_ns->before);
+  EXPECT_NE(d.summary().find("ptprof's own"), std::string::npos) << d.summary();
+  const nlohmann::json j = nlohmann::json::parse(d.to_json());
+  EXPECT_DOUBLE_EQ(j["steps"]["profiler_cost"]["after_us"].get<double>(),
+                   static_cast<double>(rb.profiler_cost->ns_per_step) / 1000);
+
+  // One side only: not compared, and a note says which run lacks it.
+  const ReportDiff half(Report(training_trace(4, 1000, true, "aten::slow", 100)), rb);
+  EXPECT_FALSE(half.profiler_ns.has_value());
+  EXPECT_TRUE(nlohmann::json::parse(half.to_json())["steps"]["profiler_cost"].is_null());
+  EXPECT_TRUE(std::any_of(half.notes.begin(), half.notes.end(), [](const std::string& n) {
+    return n.find("carries no ptprof_cost") != std::string::npos;
+  }));
 }
 
 }  // namespace
