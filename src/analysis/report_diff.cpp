@@ -364,7 +364,7 @@ std::string ReportDiff::summary() const {
     line("  " + row(unit == Unit::Step ? "Step" : "Total", 16, step_ns));
     if (profiler_ns)
       line("  " + row("ptprof's own", 16, *profiler_ns) +
-           "  (at least: calibrated in each run; part of the step's change)");
+           "  (a lower bound, calibrated in each run; within the step)");
     for (const auto& c : categories)
       line("  " + row(step_category_name(c.category), 16, c.ns) +
            (c.ns.delta() != 0

@@ -304,6 +304,9 @@ def check_demo(args, c, b):
         delta = b.find("diff-step").text.split(":")[1].split("(")[0].strip()
         c.expect(abs(us_from_text(delta) - d["steps"]["step"]["delta_us"]) < 1.0,
                  f"diff: step change {delta} = ptprof diff's {d['steps']['step']['delta_us']} us")
+        own = b.find("diff-own-cost").text.split("a change of ")[1].split(" within")[0].lstrip("+")
+        c.expect(abs(us_from_text(own) - d["steps"]["profiler_cost"]["delta_us"]) < 1.0,
+                 f"diff: ptprof's own cost changed {own} = ptprof diff's {d['steps']['profiler_cost']['delta_us']} us")
         c.shot(b, "demo_diff")
 
         # ---- choose the other run: the Overview of its latest window ----

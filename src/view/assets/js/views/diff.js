@@ -39,6 +39,9 @@ export async function render(main, trace) {
       h('p', {'data-testid': 'diff-step'},
         `${fmtUs(st.step.before_us)} → ${fmtUs(st.step.after_us)}: ${st.step.delta_us >= 0 ? '+' : ''}${fmtUs(st.step.delta_us)}`,
         st.step.relative !== null ? ` (${st.step.relative >= 0 ? '+' : ''}${fmtPct(st.step.relative)})` : ''),
+      st.profiler_cost ? h('p', {'data-testid': 'diff-own-cost', class: 'muted'},
+        `ptprof's own cost (a lower bound): ${fmtUs(st.profiler_cost.before_us)} → ${fmtUs(st.profiler_cost.after_us)}, ` +
+        `a change of ${st.profiler_cost.delta_us >= 0 ? '+' : ''}${fmtUs(st.profiler_cost.delta_us)} within the step's`) : null,
       stackedBars({testid: 'diff-chart', categories: st.categories.map(c => c.category).sort(
         (x, y) => Object.keys(CATEGORY_COLORS).indexOf(x) - Object.keys(CATEGORY_COLORS).indexOf(y)),
         colors: CATEGORY_COLORS, height: 220,
