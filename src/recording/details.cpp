@@ -89,13 +89,8 @@ bool read_inputs(Reader& r, DecodedDetails& out, bool keep) {
   for (uint8_t i = 0; i < n; ++i) {
     uint8_t kind;
     if (!r.get(&kind)) return false;
+    reset_input(in);
     in.kind = static_cast<OpInput::Kind>(kind);
-    in.dtype.clear();
-    in.sizes.clear();
-    in.strides.clear();
-    in.list_sizes.clear();
-    in.concrete.clear();
-    in.scalar = 0;
     switch (in.kind) {
       case OpInput::Kind::Tensor: {
         int8_t dtype;

@@ -3,19 +3,9 @@
 #pragma once
 
 #include "ptprof/event.h"
+#include "trace/op_inputs.h"  // reset_input
 
 namespace ptprof::detail {
-
-// Cleared for the next event's lists, keeping its buffers.
-inline void reset_input(OpInput& in) {
-  in.kind = OpInput::Kind::None;
-  in.dtype.clear();
-  in.sizes.clear();
-  in.strides.clear();
-  in.list_sizes.clear();
-  in.concrete.clear();
-  in.scalar = 0;
-}
 
 // What the writer's "Input Dims"/"Input type"/"Input Strides"/"Concrete Inputs" say about
 // one input: its kind from its type name and the shape of its dims.
