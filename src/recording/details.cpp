@@ -173,9 +173,10 @@ DecodedDetails decode_details(std::string_view bytes, bool keep_inputs) {
   const bool ok = read_inputs(r, out, keep_inputs);
   out.inputs_bytes = r.pos();
   if (!ok) return out;
-  uint8_t depth = 0, truncated = 0;
-  if (!r.get(&depth) || !r.get(&truncated)) return out;
-  out.stack_truncated = truncated != 0;
+  uint8_t depth = 0, flags = 0;
+  if (!r.get(&depth) || !r.get(&flags)) return out;
+  out.stack_truncated = stack_flags_truncated(flags);
+  if (!r.skip(stack_flags_padding(flags))) return out;
   for (uint8_t i = 0; i < depth; ++i) {
     uint64_t a;
     if (!r.get(&a)) break;

@@ -11,7 +11,9 @@
 //     ScalarList: u8 tag, u16 n, n * 8 bytes
 //     None/Other: nothing
 //   then, only where stacks were captured (without with_stack the record ends here):
-//   u8 stack depth, u8 truncated, u64 addresses[depth] (innermost first)
+//   u8 stack depth, u8 flags (bit 0: truncated; bits 1-3: padding), the padding's bytes,
+//   u64 addresses[depth] (innermost first). The padding aligns the addresses to 8 bytes in
+//   the arena: the unwinder writes them there itself.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,13 @@ constexpr std::size_t kMaxDetailBytes = 16384;
 // Options::max_stack_depth's bound: a stack's depth is one byte of the format (below).
 constexpr int kMaxStackDepth = 250;
 static_assert(kMaxStackDepth <= 255, "the stack section's depth is a u8");
+
+// The stack section's second byte.
+constexpr uint8_t encode_stack_flags(bool truncated, std::size_t pad) {
+  return static_cast<uint8_t>((truncated ? 1 : 0) | (pad & 7) << 1);
+}
+constexpr bool stack_flags_truncated(uint8_t flags) { return (flags & 1) != 0; }
+constexpr std::size_t stack_flags_padding(uint8_t flags) { return (flags >> 1) & 7; }
 
 // How a tensor input's strides are kept. Most tensors are dense, and their strides follow
 // from their sizes: storing none then halves a record's bytes, which is most of its cost.

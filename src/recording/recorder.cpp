@@ -648,9 +648,16 @@ int stack_capture_cap(int depth_limit) {
 __attribute__((noinline)) char* encode_stack(char* p, char* end, int depth_limit,
                                              const void* caller_pc, StackMemo* memo,
                                              const NestedOp& op, const UnwindStart& from) {
-  void* frames[256];
+  // The frames are captured straight into the record, after the header and the padding that
+  // aligns them: no copy from a buffer of their own (that copy was 8% of what with_stack adds
+  // to bench_step --model deep's step, callgrind). The room is checked for every frame the
+  // capture may return, before it runs.
   const int cap = stack_capture_cap(depth_limit);
-  int n = capture_stack_nested(frames, cap, memo, op, &from);
+  const std::size_t pad = (8 - (reinterpret_cast<uintptr_t>(p) + 2) % 8) % 8;
+  if (end - p < static_cast<std::ptrdiff_t>(2 + pad + static_cast<std::size_t>(cap) * 8))
+    return nullptr;
+  void** const frames = reinterpret_cast<void**>(p + 2 + pad);
+  const int n = capture_stack_nested(frames, cap, memo, op, &from);
   const auto want = reinterpret_cast<uintptr_t>(caller_pc);
   int skip = 0;
   for (int i = 0; i < std::min(n, kOwnMax); ++i) {
@@ -660,14 +667,11 @@ __attribute__((noinline)) char* encode_stack(char* p, char* end, int depth_limit
       break;
     }
   }
-  const bool truncated = n - skip > depth_limit;
   const int kept = std::min(n - skip, depth_limit);
-  DetailWriter w(p, static_cast<std::size_t>(end - p));
-  if (!w.reserve(2 + static_cast<std::size_t>(kept) * sizeof(uint64_t))) return nullptr;
-  w.put<uint8_t>(static_cast<uint8_t>(kept));
-  w.put<uint8_t>(truncated ? 1 : 0);
-  for (int i = 0; i < kept; ++i) w.put<uint64_t>(reinterpret_cast<uint64_t>(frames[skip + i]));
-  return w.pos();
+  if (skip > 0) std::memmove(frames, frames + skip, static_cast<std::size_t>(kept) * 8);
+  p[0] = static_cast<char>(static_cast<uint8_t>(kept));
+  p[1] = static_cast<char>(encode_stack_flags(n - skip > depth_limit, pad));
+  return p + 2 + pad + static_cast<std::size_t>(kept) * 8;
 }
 
 // Encodes straight into the thread's detail arena. When the current block's tail is too

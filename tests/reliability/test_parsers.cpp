@@ -259,6 +259,25 @@ TEST(Parsers, LengthWalkEndsWhereTheDecoderDoes) {
   EXPECT_EQ(detail::decode_details(full, false).inputs_bytes, full.size() - 2);
 }
 
+// The stack section: the unwinder writes the frames straight into the arena, 8-aligned, so
+// padding of 0-7 bytes may sit between the header and them; the decoder steps over exactly
+// that much, and a record cut inside it keeps no frame.
+TEST(Parsers, StackSectionSkipsItsPadding) {
+  for (std::size_t pad = 0; pad < 8; ++pad) {
+    std::string bytes(1, static_cast<char>(detail::kNotCaptured));
+    bytes.push_back(2);
+    bytes.push_back(static_cast<char>(detail::encode_stack_flags(pad % 2 == 1, pad)));
+    bytes.append(pad, '\x5a');
+    for (uint64_t a : {uint64_t{0x401234}, uint64_t{0x7f0000001000}})
+      bytes.append(reinterpret_cast<const char*>(&a), sizeof a);
+    const auto d = detail::decode_details(bytes);
+    EXPECT_EQ(d.stack, (std::vector<uint64_t>{0x401234, 0x7f0000001000})) << "pad " << pad;
+    EXPECT_EQ(d.stack_truncated, pad % 2 == 1) << "pad " << pad;
+    const auto cut = detail::decode_details(std::string_view(bytes.data(), 3 + pad / 2));
+    EXPECT_TRUE(cut.stack.empty()) << "pad " << pad;
+  }
+}
+
 TEST(Parsers, ConvolutionFlopsOfAPlainConvAreCounted) {
   // The baseline the cases below distort: 2 * N * Cout * Cin * k*k * out*out.
   const auto d = conv2d({1, 3, 8, 8}, {4, 3, 3, 3}, {0, 0}, 1);
