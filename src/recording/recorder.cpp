@@ -7,16 +7,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <new>
 #include <string_view>
-#include <unordered_map>
 
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
-#include <c10/util/ThreadLocalDebugInfo.h>
-#include <torch/csrc/profiler/orchestration/observer.h>
 
 #include "ptprof/event.h"
 
@@ -25,6 +21,9 @@
 #include "recording/flight/collectives.h"
 #include "recording/flight/names.h"
 #include "recording/flight/rings.h"
+#include "recording/input_encoder.h"
+#include "recording/memory_reporter.h"
+#include "recording/name_cache.h"
 #include "recording/stack_capture.h"
 #include "trace/clock.h"
 #include "trace/flops.h"
@@ -75,199 +74,6 @@ struct Half {
   std::atomic<uint32_t> size{0};  // published records
   Chunk* head = nullptr;          // written by the owner before a size that reaches it
   DetailBlock* detail_head = nullptr;
-};
-
-// ---- name interning -------------------------------------------------------------------
-// Names are interned into one process-wide table (ids never change). Each thread keeps an
-// open-addressing cache from name content to id, so the per-op cost is a hash and a memcmp.
-// Once the flight recorder has run, every name also goes to its table (flight/names.h), in id
-// order, so a ring's name ids are the recorder's.
-
-class Names {
- public:
-  uint32_t intern(std::string_view s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = ids_.find(s);
-    if (it != ids_.end()) return it->second;
-    names_.emplace_back(s);
-    const auto id = static_cast<uint32_t>(names_.size() - 1);
-    ids_.emplace(names_.back(), id);
-    if (flight_) flight::FlightNames::get().append(s);
-    return id;
-  }
-  // The names interned so far go to the flight recorder's table, and every later one.
-  void share_with_flight() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (flight_) return;
-    flight_ = true;
-    flight::FlightNames& table = flight::FlightNames::get();
-    // Names the table has that the recorder has not (written to it directly, as its tests
-    // do) become the recorder's under the same ids, so the two tables agree.
-    for (uint32_t id = static_cast<uint32_t>(names_.size()); id < table.count(); ++id) {
-      const uint32_t begin = id == 0 ? 0 : table.ends()[id - 1];
-      names_.emplace_back(table.bytes() + begin, table.ends()[id] - begin);
-      ids_.emplace(names_.back(), id);
-    }
-    for (std::size_t id = table.count(); id < names_.size(); ++id) table.append(names_[id]);
-  }
-  // Views, not copies: the table only grows and is never freed, so they stay valid.
-  std::vector<std::string_view> snapshot() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return {names_.begin(), names_.end()};
-  }
-
- private:
-  std::mutex mu_;
-  std::deque<std::string> names_;  // deque: stable storage for the views in ids_
-  std::unordered_map<std::string_view, uint32_t> ids_;
-  bool flight_ = false;
-};
-
-Names& names() {
-  static Names* n = new Names();  // leaked: callbacks may run during static destruction
-  return *n;
-}
-
-inline uint64_t hash_bytes(const char* p, std::size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    p += 8;
-    n -= 8;
-  }
-  uint64_t w = 0;
-  std::memcpy(&w, p, n);
-  h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 29);
-}
-
-// What the hot path needs to know of a name beyond its id, worked out once per name.
-constexpr uint8_t kTraitCollective = 1;  // is_collective_name: its arguments are read
-constexpr uint8_t kTraitFlops = 2;       // has_flops_formula: with_flops keeps its inputs
-constexpr uint8_t kTraitFlightCollective = 4;  // flight::is_flight_collective: the rings' log
-
-uint8_t name_traits(const char* s, std::size_t n) {
-  return static_cast<uint8_t>((is_collective_name(s) ? kTraitCollective : 0) |
-                              (has_flops_formula(std::string_view(s, n)) ? kTraitFlops : 0) |
-                              (flight::is_flight_collective(s) ? kTraitFlightCollective : 0));
-}
-
-struct Entry {
-  uint64_t hash = 0;
-  const char* text = nullptr;
-  uint32_t len = 0;
-  uint32_t id = 0;
-  uint8_t traits = 0;
-};
-
-// "ProfilerStep#<N>": a new name every step. Interning each would grow the table (and every
-// window's snapshot of it) without bound, so such a record keeps N in its seq_nr instead
-// (a user-scope range has no sequence number) and the name is rebuilt at collection.
-bool parse_step_name(const char* s, int64_t* step) {
-  static constexpr char kPrefix[] = "ProfilerStep#";
-  if (std::strncmp(s, kPrefix, sizeof(kPrefix) - 1) != 0) return false;
-  const char* d = s + sizeof(kPrefix) - 1;
-  int64_t n = 0;
-  int digits = 0;
-  for (; *d >= '0' && *d <= '9'; ++d, ++digits) {
-    if (digits == 18) return false;  // keeps n in range
-    n = n * 10 + (*d - '0');
-  }
-  if (digits == 0 || *d != '\0' || (digits > 1 && s[sizeof(kPrefix) - 1] == '0')) return false;
-  *step = n;
-  return true;
-}
-
-class NameCache {
- public:
-  NameCache() = default;
-  NameCache(const NameCache&) = delete;
-  NameCache& operator=(const NameCache&) = delete;
-  ~NameCache() {
-    for (Entry& e : entries_) std::free(const_cast<char*>(e.text));
-  }
-
-  // The N of the last lookup that returned kStepNameId.
-  int64_t last_step() const { return last_step_; }
-
-  // Exact: a pointer hit is confirmed by comparing the bytes, NUL included, with the cached
-  // copy (op names from schemas keep their pointer; names of ranges live in the
-  // RecordFunction and may reuse an address for other text, which then falls through).
-  // The name's id, and its traits in `*traits`.
-  uint32_t lookup(const char* s, uint8_t* traits) {
-    PtrEntry& p = by_ptr_[(reinterpret_cast<uintptr_t>(s) >> 3) & (kPtrSize - 1)];
-    // strlen first: the address may now hold a shorter string, and reading p.len + 1 bytes of
-    // it could run past its end.
-    if (p.ptr == s && std::strlen(s) == p.len && std::memcmp(p.text, s, p.len) == 0) {
-      *traits = p.traits;
-      return p.id;
-    }
-    const Entry* e = find(s);
-    if (e) {
-      p = PtrEntry{s, e->text, e->len, e->traits, e->id};
-      *traits = e->traits;
-      return e->id;
-    }
-    *traits = last_uncached_ == kStepNameId ? 0 : name_traits(s, std::strlen(s));
-    return last_uncached_;
-  }
-
- private:
-  // By content; nullptr (with last_uncached_ set) when the table is full.
-  const Entry* find(const char* s) {
-    const std::size_t n = std::strlen(s);
-    const uint64_t h = hash_bytes(s, n);
-    std::size_t i = h & (kSize - 1);
-    for (std::size_t probe = 0; probe < kSize; ++probe, i = (i + 1) & (kSize - 1)) {
-      Entry& e = entries_[i];
-      if (e.text == nullptr) {
-        const uint32_t id = intern_or_step(s, n);
-        if (id == kStepNameId) {
-          last_uncached_ = id;
-          return nullptr;
-        }
-        if (used_ * 4 < kSize * 3) {  // keep the table under 75% full
-          char* copy = static_cast<char*>(std::malloc(n + 1));
-          if (copy != nullptr) {
-            std::memcpy(copy, s, n + 1);
-            e = Entry{h, copy, static_cast<uint32_t>(n), id, name_traits(s, n)};
-            ++used_;
-            return &e;
-          }
-        }
-        last_uncached_ = id;
-        return nullptr;
-      }
-      if (e.hash == h && e.len == n && std::memcmp(e.text, s, n) == 0) return &e;
-    }
-    last_uncached_ = intern_or_step(s, n);
-    return nullptr;
-  }
-
-  // kStepNameId (the number kept in last_step_) or the name's id in the process table.
-  uint32_t intern_or_step(const char* s, std::size_t n) {
-    return parse_step_name(s, &last_step_) ? kStepNameId : names().intern(std::string_view(s, n));
-  }
-
-  static constexpr std::size_t kSize = 4096;
-  static constexpr std::size_t kPtrSize = 1024;
-  struct PtrEntry {
-    const char* ptr = nullptr;
-    const char* text = nullptr;
-    // 24 bits keep an entry at 24 bytes; a name of 16 MiB or more never hits here (its
-    // length does not fit) and is found by content instead.
-    uint32_t len : 24;
-    uint32_t traits : 8;
-    uint32_t id = 0;
-  };
-  PtrEntry by_ptr_[kPtrSize];
-  Entry entries_[kSize];
-  std::size_t used_ = 0;
-  uint32_t last_uncached_ = 0;
-  int64_t last_step_ = 0;
 };
 
 // ---- global state ----------------------------------------------------------------------
@@ -475,7 +281,7 @@ struct Registry {
   std::vector<ThreadState*> threads;
 };
 Registry& registry() {
-  static Registry* r = new Registry();  // leaked on purpose, see names()
+  static Registry* r = new Registry();  // leaked: callbacks may run during static destruction
   return *r;
 }
 
@@ -509,129 +315,7 @@ ThreadState* register_thread() {
   return ts;
 }
 
-// ---- details: op inputs and native stacks ---------------------------------------------
-
-void put_dims(DetailWriter& w, c10::IntArrayRef dims) {
-  w.put_int64s(dims.data(), dims.size());
-}
-
-// Tag and 8 bytes; the caller reserved 9.
-void encode_number(DetailWriter& w, const c10::IValue& v) {
-  if (v.isDouble()) {
-    w.put<uint8_t>(1);
-    w.put<double>(v.toDouble());
-  } else if (v.isBool()) {
-    w.put<uint8_t>(2);
-    w.put<int64_t>(v.toBool() ? 1 : 0);
-  } else if (v.isInt()) {
-    w.put<uint8_t>(0);
-    w.put<int64_t>(v.toInt());
-  } else {  // complex or symbolic: the real part, as a double
-    w.put<uint8_t>(1);
-    w.put<double>(v.isComplexDouble() ? v.toComplexDouble().real() : 0.0);
-  }
-}
-
-// A tensor's shape unless it has none we can read cheaply (undefined, nested, symbolic).
-__attribute__((always_inline)) inline bool readable(const at::TensorImpl* t) {
-  return !t->is_nested() && !t->has_symbolic_sizes_strides() && t->dim() <= kMaxDims;
-}
-
-// False once the record's details no longer fit `w`.
-__attribute__((always_inline)) inline bool encode_inputs_into(
-    DetailWriter& w, c10::ArrayRef<const c10::IValue> inputs) {
-  const std::size_t n = std::min<std::size_t>(inputs.size(), kMaxInputs);
-  if (!w.reserve(1)) return false;
-  w.put<uint8_t>(static_cast<uint8_t>(n));
-  using Kind = OpInput::Kind;
-  for (std::size_t i = 0; i < n; ++i) {
-    const c10::IValue& v = inputs[i];
-    if (v.isTensor()) {
-      const at::Tensor& tensor = v.toTensor();
-      const at::TensorImpl* t = tensor.unsafeGetTensorImpl();
-      if (!tensor.defined() || !readable(t)) {
-        if (!w.reserve(1)) return false;
-        w.put<uint8_t>(static_cast<uint8_t>(tensor.defined() ? Kind::Other : Kind::None));
-        continue;
-      }
-      const auto ndim = static_cast<std::size_t>(t->dim());
-      const int64_t* sizes = t->sizes().data();
-      const int64_t* strides = nullptr;
-      uint8_t how = kNoStrides;
-      if (t->layout() == c10::kStrided) {
-        strides = t->strides().data();
-        how = strides_are_dense(sizes, strides, ndim) ? kDenseStrides : kStoredStrides;
-      }
-      const bool stored = how == kStoredStrides;
-      if (!w.reserve(4 + ndim * sizeof(int64_t) * (stored ? 2 : 1))) return false;
-      w.put<uint8_t>(static_cast<uint8_t>(Kind::Tensor));
-      w.put<int8_t>(static_cast<int8_t>(c10::typeMetaToScalarType(t->dtype())));
-      w.put<uint8_t>(how);
-      w.put<uint8_t>(static_cast<uint8_t>(ndim));
-      w.put_int64s(sizes, ndim);
-      if (stored) w.put_int64s(strides, ndim);
-    } else if (v.isDouble() || v.isInt() || v.isBool() || v.isComplexDouble()) {
-      if (!w.reserve(10)) return false;
-      w.put<uint8_t>(static_cast<uint8_t>(Kind::Scalar));
-      encode_number(w, v);
-    } else if (!v.isList()) {  // inline tag test: None and the rest skip the list tests
-      if (!w.reserve(1)) return false;
-      w.put<uint8_t>(static_cast<uint8_t>(v.isNone() ? Kind::None : Kind::Other));
-    } else if ((v.toListRef().empty() || v.toListRef()[0].isTensor()) && v.isTensorList()) {
-      // Only an empty list or one whose first item is a tensor can be a tensor list: testing
-      // that first spares every int list (a conv's padding) the out-of-line isTensorList(),
-      // ~80 instructions. Items by reference: a c10::List and its get() would copy (two
-      // atomic refcount updates per list and per tensor).
-      const c10::ArrayRef<c10::IValue> list = v.toListRef();
-      const std::size_t count = std::min<std::size_t>(list.size(), kMaxListItems);
-      if (!w.reserve(3)) return false;
-      w.put<uint8_t>(static_cast<uint8_t>(Kind::TensorList));
-      w.put<uint16_t>(static_cast<uint16_t>(count));
-      for (std::size_t k = 0; k < count; ++k) {
-        const bool tensor = list[k].isTensor();
-        const at::TensorImpl* t = tensor ? list[k].toTensor().unsafeGetTensorImpl() : nullptr;
-        const bool ok = tensor && list[k].toTensor().defined() && readable(t);
-        const auto ndim = ok ? static_cast<std::size_t>(t->dim()) : 0;
-        if (!w.reserve(2 + ndim * sizeof(int64_t))) return false;
-        w.put<int8_t>(ok ? static_cast<int8_t>(c10::typeMetaToScalarType(t->dtype())) : -1);
-        w.put<uint8_t>(static_cast<uint8_t>(ndim));
-        if (ok) put_dims(w, t->sizes());
-      }
-    } else if (const uint8_t tag = v.isIntList()      ? 0
-                                   : v.isDoubleList() ? 1
-                                   : v.isBoolList()   ? 2
-                                                      : 3;
-               tag != 3) {
-      const c10::ArrayRef<c10::IValue> items = v.toListRef();
-      const std::size_t count = std::min<std::size_t>(items.size(), kMaxListItems);
-      if (!w.reserve(4 + count * 8)) return false;
-      w.put<uint8_t>(static_cast<uint8_t>(Kind::ScalarList));
-      w.put<uint8_t>(tag);
-      w.put<uint16_t>(static_cast<uint16_t>(count));
-      for (std::size_t k = 0; k < count; ++k) {
-        const c10::IValue& item = items[k];
-        if (item.isDouble()) {
-          w.put<double>(item.toDouble());
-        } else {
-          w.put<int64_t>(item.isBool() ? (item.toBool() ? 1 : 0) : item.toInt());
-        }
-      }
-    } else {
-      if (!w.reserve(1)) return false;
-      w.put<uint8_t>(static_cast<uint8_t>(v.isNone() ? Kind::None : Kind::Other));
-    }
-  }
-  return true;
-}
-
-// Writes the inputs section into [p, end); returns where the record goes on, or nullptr
-// once it does not fit. Pointers in and out rather than the writer itself: a writer passed by
-// reference would keep its position in memory, a load and a store for every field.
-__attribute__((noinline)) char* encode_inputs(char* p, char* end,
-                                              c10::ArrayRef<const c10::IValue> inputs) {
-  DetailWriter w(p, static_cast<std::size_t>(end - p));
-  return encode_inputs_into(w, inputs) ? w.pos() : nullptr;
-}
+// ---- details: op inputs (input_encoder.h) and native stacks ------------------------
 
 // Frames a capture asks for: ptprof's own frames come first; a few spare slots keep
 // `depth_limit` for the rest, and one more than kept tells a cut stack.
@@ -726,58 +410,6 @@ __attribute__((noinline)) void record_details(ThreadState* ts, Slot* s,
   }
 }
 
-// ---- profile_memory: the c10 memory-reporting hook ------------------------------------
-
-void record_memory(void* ptr, int64_t bytes, std::size_t total_allocated,
-                   std::size_t total_reserved, c10::Device device);
-
-// Sits in the PROFILER_STATE slot of c10's thread-local debug info, where c10's allocators
-// report every allocation and free. libtorch static_casts that slot to ProfilerStateBase, so
-// this must be one; with ProfilerState::Disabled, profilerEnabled() stays false.
-class MemoryReporter final : public torch::profiler::impl::ProfilerStateBase {
- public:
-  MemoryReporter()
-      : ProfilerStateBase(torch::profiler::impl::ProfilerConfig(
-            torch::profiler::impl::ProfilerState::Disabled, false, /*profile_memory=*/true)) {}
-  void reportMemoryUsage(void* ptr, int64_t alloc_size, std::size_t total_allocated,
-                         std::size_t total_reserved, c10::Device device) override {
-    record_memory(ptr, alloc_size, total_allocated, total_reserved, device);
-  }
-  // Inert outside profile_memory sessions, even where it is left in a thread's slot.
-  bool memoryProfilingEnabled() const override {
-    return g_capture_memory.load(std::memory_order_relaxed);
-  }
-  torch::profiler::impl::ActiveProfilerType profilerType() override {
-    return torch::profiler::impl::ActiveProfilerType::NONE;
-  }
-};
-
-const std::shared_ptr<MemoryReporter>& memory_reporter() {
-  // Leaked: c10 may hold the raw pointer in thread-local slots up to thread exit.
-  static auto* r = new std::shared_ptr<MemoryReporter>(std::make_shared<MemoryReporter>());
-  return *r;
-}
-
-// Puts the reporter into this thread's slot if the slot is free; true if it is ours now.
-bool ensure_memory_reporter() {
-  auto* current = c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE);
-  if (current == memory_reporter().get()) return true;
-  if (current != nullptr) return false;  // another profiler (torch.profiler) owns it
-  c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, memory_reporter());
-  return true;
-}
-
-// Takes the reporter out of this thread's slot if it is the innermost entry.
-void remove_memory_reporter() {
-  if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != memory_reporter().get())
-    return;
-  try {
-    c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
-  } catch (...) {
-    // Something was pushed above it; it stays, inert (memoryProfilingEnabled() is false).
-  }
-}
-
 // ---- collectives -----------------------------------------------------------------------
 // A collective's arguments go to one shared list, not the per-thread arena: a collective is
 // rare (one per gradient bucket and step) and costs far more than this lock and allocation.
@@ -788,7 +420,7 @@ struct CollectiveRecord {
   CollectiveInfo info;
 };
 std::mutex& collectives_mu() {
-  static auto* m = new std::mutex();  // leaked, see names()
+  static auto* m = new std::mutex();  // leaked, as the registry
   return *m;
 }
 std::vector<CollectiveRecord>& collective_records() {
@@ -820,10 +452,6 @@ flight::ThreadRing* flight_ring(ThreadState* ts) {
   ts->ring = flight::Rings::get().this_thread(ts->logical_tid);
   if (ts->ring == nullptr) ts->ring_retry = 4096;
   return ts->ring;
-}
-
-uint32_t intern_name(std::string_view s) {
-  return names().intern(s);
 }
 
 // A collective enters the rings' log with its group and sequence number (its arguments read
@@ -941,6 +569,9 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   return nullptr;
 }
 
+}  // namespace
+
+// memory_reporter.h's: c10's allocators report through the reporter to here.
 void record_memory(void* ptr, int64_t bytes, std::size_t total_allocated,
                    std::size_t total_reserved, c10::Device device) {
   const int64_t t = now_ticks();
@@ -968,6 +599,8 @@ void record_memory(void* ptr, int64_t bytes, std::size_t total_allocated,
   s->scope = kScopeMemory;
   ts->publish();
 }
+
+namespace {
 
 void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
   const int64_t t = now_ticks();
@@ -1050,6 +683,7 @@ void Recorder::install(const CaptureOptions& capture) {
   register_callback(capture);
   g_window_installed = true;
   g_capture_memory.store(capture.memory, std::memory_order_relaxed);
+  set_memory_reporting(capture.memory);
   if (capture.memory) {
     ensure_memory_reporter();  // the installing thread; others on their first op
   } else {
@@ -1067,13 +701,14 @@ void Recorder::uninstall() {
   else
     unregister_callback();
   g_capture_memory.store(false, std::memory_order_relaxed);
+  set_memory_reporting(false);
   remove_memory_reporter();
 }
 
 void Recorder::set_flight(bool on) {
   std::lock_guard<std::mutex> lock(g_install_mu);
   if (on) {
-    names().share_with_flight();
+    share_names_with_flight();
     g_flight.store(true);
     if (!g_window_installed) register_callback(CaptureOptions{});
   } else {
@@ -1196,7 +831,7 @@ Collected Recorder::end_window() {
     }
     collective_records().swap(keep);
   }
-  out.names = names().snapshot();
+  out.names = interned_names();
   out.clock = TickConverter::current();
   return out;
 }
