@@ -13,9 +13,10 @@
 #include <string_view>
 #include <vector>
 
-#include "recording/recorder.h"
-
 namespace ptprof::detail {
+
+// name_id of a "ProfilerStep#N" range, whose N is in RawRecord::seq_nr (never interned).
+constexpr uint32_t kStepNameId = 0xFFFFFFFEu;
 
 // What the hot path needs to know of a name beyond its id, worked out once per name.
 constexpr uint8_t kTraitCollective = 1;        // is_collective_name: its arguments are read

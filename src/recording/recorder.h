@@ -19,6 +19,7 @@
 
 #include "gpu/gpu_backend.h"
 #include "ptprof/event.h"
+#include "recording/name_cache.h"
 #include "trace/clock.h"
 
 namespace ptprof::detail {
@@ -47,8 +48,6 @@ constexpr uint8_t kFlagAsync = 1;
 constexpr uint8_t kFlagDetails = 2;  // the hot path wrote details for this record
 constexpr uint8_t kScopeMemory = 0xFE;
 constexpr uint64_t kNoDetails = ~uint64_t{0};
-// name_id of a "ProfilerStep#N" range, whose N is in RawRecord::seq_nr (never interned).
-constexpr uint32_t kStepNameId = 0xFFFFFFFEu;
 
 // A memory record's device (c10::DeviceType, index; -1: none), in its name_id.
 struct MemoryDevice {
