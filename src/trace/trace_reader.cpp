@@ -30,8 +30,10 @@
 // inputs), strict_json (top-level values kept as text), chunked (collecting without regrowth).
 #include "trace/trace_reader.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "trace/flight_dump.h"
 #include "trace/json_cursor.h"
@@ -45,16 +47,22 @@ Trace Trace::load(const std::string& path) {
 
 namespace ptprof::detail {
 
-Trace read_trace(ByteSource& source, const std::string& what) {
+Trace read_trace(ByteSource& source, const std::string& what, const ParallelRead* parallel) {
   JsonCursor cursor(source, what);
-  return build_trace(cursor);
+  return build_trace(cursor, parallel);
 }
 
 Trace read_trace(const std::string& path) {
+  ParallelRead parallel;
+  if (std::thread::hardware_concurrency() < 2) parallel.min_bytes = UINT64_MAX;
+  return read_trace(path, parallel);
+}
+
+Trace read_trace(const std::string& path, const ParallelRead& parallel) {
   // A flight recorder's raw dump (a crash's) is read as the trace it stands for.
   if (is_flight_dump(path)) return flight_trace(read_flight_dump(path));
   const std::unique_ptr<ByteSource> source = open_trace_source(path);
-  return read_trace(*source, path);
+  return read_trace(*source, path, &parallel);
 }
 
 Trace parse_trace(std::string_view text, const std::string& what) {
