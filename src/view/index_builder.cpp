@@ -99,6 +99,10 @@ BuiltIndex build_index(const std::string& trace_path, const std::string& name,
       throw Error("ptprof view: the index just written at " + out.path + " does not open");
     out.report = report;
     if (hooks.first_part) hooks.first_part(out);
+    // What the Report and the timeline's layout freed is held by malloc, much of it in the
+    // arenas of the threads that computed them, where the tables' allocations (this thread's)
+    // would not reuse it: given back now, the tables' peak is the Trace and their own.
+    ::malloc_trim(0);
 
     const std::string tables = tables_path(out.path);
     write_first_of({tables}, key, trace_path, [&](IndexWriter& w) {
