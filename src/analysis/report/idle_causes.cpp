@@ -173,15 +173,12 @@ int IdleCauses::blocking_class(int64_t i) const {
     return kHostSync;
   if (is_memcpy_call(e.name)) {
     if (contains(e.name, "DtoH")) return kHostDeviceToHost;
-    auto it = e.correlation ? index_.activities_of.find(e.correlation) : index_.activities_of.end();
-    if (it != index_.activities_of.end()) {
-      for (int64_t act : it->second) {
-        const Event& c = t_.events[act];
-        if (c.kind != EventKind::Memcpy) continue;
-        const uint8_t kind =
-            c.transfer.copy_kind ? c.transfer.copy_kind : copy_kinds_from_name(c.name).copy;
-        if (kind == kCopyDtoH) return kHostDeviceToHost;
-      }
+    for (int64_t act : index_.activities_of.find(e.correlation)) {  // none for 0
+      const Event& c = t_.events[act];
+      if (c.kind != EventKind::Memcpy) continue;
+      const uint8_t kind =
+          c.transfer.copy_kind ? c.transfer.copy_kind : copy_kinds_from_name(c.name).copy;
+      if (kind == kCopyDtoH) return kHostDeviceToHost;
     }
   }
   return -1;
