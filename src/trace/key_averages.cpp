@@ -54,7 +54,8 @@ std::string input_shapes_text(const std::vector<OpInput>* inputs) {
 
 KeyAverages Trace::key_averages(bool group_by_input_shape, int group_by_stack_n) const {
   // Device time of each CPU op: the GPU activities launched under its External id (self),
-  // plus what its children launched (total).
+  // plus what its children launched (total: summed into the rows of the op's ancestors
+  // below).
   std::unordered_map<uint64_t, int64_t> device_by_external;
   bool any_device = false;
   for (const Event& e : events) {
@@ -63,24 +64,6 @@ KeyAverages Trace::key_averages(bool group_by_input_shape, int group_by_stack_n)
       if (e.external_id != 0) device_by_external[e.external_id] += e.duration_ns;
     }
   }
-  std::vector<int64_t> device_total(events.size(), 0);
-  if (any_device) {
-    // Children come after parents on a thread only in start order, so accumulate by depth.
-    std::vector<int64_t> order;
-    for (int64_t i = 0; i < static_cast<int64_t>(events.size()); ++i)
-      if (!is_gpu(events[i].kind)) order.push_back(i);
-    std::sort(order.begin(), order.end(),
-              [&](int64_t a, int64_t b) { return events[a].depth > events[b].depth; });
-    for (int64_t i : order) {
-      const Event& e = events[i];
-      if (e.external_id != 0) {
-        auto it = device_by_external.find(e.external_id);
-        if (it != device_by_external.end()) device_total[i] += it->second;
-      }
-      if (e.parent >= 0) device_total[e.parent] += device_total[i];
-    }
-  }
-
   // torch.profiler's EventList._remove_dup_nodes: an op whose parent has the same name and no
   // other child is folded into the parent (e.g. a redispatched aten::copy_), so it is counted
   // once; the parent takes over its self time (summed down the chain below). An event's only
@@ -151,8 +134,9 @@ KeyAverages Trace::key_averages(bool group_by_input_shape, int group_by_stack_n)
     }
   };
   std::unordered_map<RowKey, std::size_t, RowKeyHash> row_of;
-  // Each event's row, -1 where it is in none: profile_memory's bytes are summed by it below.
-  std::vector<int32_t> row_of_event(memory_events.empty() ? 0 : events.size(), -1);
+  // Each event's row, -1 where it is in none: device time and profile_memory's bytes are
+  // summed into the rows of an event's ancestors by it below, rather than held per event.
+  std::vector<int32_t> row_of_event(any_device || !memory_events.empty() ? events.size() : 0, -1);
   for (std::size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     if (e.kind == EventKind::CudaRuntime || e.kind == EventKind::CudaDriver ||
@@ -193,7 +177,20 @@ KeyAverages Trace::key_averages(bool group_by_input_shape, int group_by_stack_n)
         if (next < 0 || !folded[next]) break;
         k = next;
       }
-      row.device_time_total_ns += device_total[i];
+    }
+  }
+  // Device time launched under a CPU event's External id counts in the total of the event
+  // and of each enclosing one, up the chain of CPU events.
+  if (any_device) {
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      const Event& e = events[i];
+      if (is_gpu(e.kind) || e.external_id == 0) continue;
+      auto d = device_by_external.find(e.external_id);
+      if (d == device_by_external.end()) continue;
+      for (int64_t k = static_cast<int64_t>(i); k >= 0 && !is_gpu(events[k].kind);
+           k = events[k].parent)
+        if (const int32_t r = row_of_event[k]; r >= 0 && !device_activity(events[k].kind))
+          out.rows[r].device_time_total_ns += d->second;
     }
   }
   // profile_memory: each event's bytes go to its innermost op (self) and to every op
