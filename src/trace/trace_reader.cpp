@@ -17,17 +17,25 @@
 // Memory, at its peak: a constant of ~0.4 MiB (JsonCursor::kBufferBytes, plus for gzip
 // kGzipInputBytes and zlib's state and 32 KiB window), plus scratch reused from event to event
 // as large as the largest single event's strings and input lists, plus what the Trace itself
-// holds: its events and memory events (collected in chunks of 4096, each its own allocation,
-// freed as it is moved into the final vector: no vector doubling to 3x the size), its names,
+// holds: its events and memory events (collected in chunks of 4096, each mapped on its own,
+// unmapped as it is moved into the final vector: no vector doubling to 3x the size), its names,
 // stacks and input lists, each distinct one once, and one hash-table entry per distinct stack
 // and input list to find them. Trace::rebuild_tree() and attribute_memory() then take about
 // 16 bytes per event while they run. Measured by bench_reader on the 640 MB trace (1.0M
 // events): the reading process grows by 225 MB, plain or gzip'ed, for a Trace of 204 MB.
 //
+// A plain file of 64 MiB or more is read by two threads where there are two cores
+// (trace_builder.cpp's SecondHalf): the second from an event it finds past the middle (the
+// guess of event_boundary.h), into a builder of its own, which the first takes over when it
+// arrives exactly there; the Trace and its errors are one reader's (test_parallel_read.cpp).
+// It costs ~10% more CPU in all (the second half's distinct names, stacks and inputs found
+// again when merged) and about the same memory. A gzip'ed file is read by one.
+//
 // Its parts, a file each: json_cursor (the JSON text, token by token), trace_builder (the
 // Trace, event by event), raw_event (one event as read), decimal (numbers from their text),
 // arg_lookup and trace_vocabulary (what the keys and names mean), op_input_text (record_shapes
-// inputs), strict_json (top-level values kept as text), chunked (collecting without regrowth).
+// inputs), strict_json (top-level values kept as text), chunked (collecting without regrowth),
+// event_boundary (where the second thread starts).
 #include "trace/trace_reader.h"
 
 #include <cstdint>
