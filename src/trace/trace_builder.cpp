@@ -1197,7 +1197,9 @@ class SecondHalf {
 
 void TraceBuilder::events() {
   in_.begin_array();
-  // A second thread reads the later half of a large plain file's events.
+  // A second thread reads the later part of a large plain file's events: three fifths, as
+  // this one also takes them over and finishes the Trace (measured on 740k events: its half
+  // and the rest 1.65 s, the second's half 1.19 s).
   if (parallel_ != nullptr && parallel_->taken != nullptr) *parallel_->taken = false;
   std::unique_ptr<SecondHalf> second;
   if (parallel_ != nullptr && in_.source().seekable_size() >= parallel_->min_bytes) {
@@ -1206,7 +1208,7 @@ void TraceBuilder::events() {
       if (auto reader = in_.source().another_reader())
         second = std::make_unique<SecondHalf>(
             std::move(reader), in_.what(),
-            std::max(in_.offset(), parallel_->at != 0 ? parallel_->at : size / 2), have_base_,
+            std::max(in_.offset(), parallel_->at != 0 ? parallel_->at : size / 5 * 2), have_base_,
             base_);
     } catch (const std::system_error&) {  // no thread to be had: one reads it all
     }

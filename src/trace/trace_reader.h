@@ -25,9 +25,9 @@ namespace ptprof::detail {
 // from overflowing int64 ns: the reader rejects longer ones, writers of traces drop them.
 constexpr int64_t kMaxEventDurationNs = 9'000'000'000'000'000;
 
-// When a second thread reads the later half of traceEvents (trace_builder.cpp): a plain
+// When a second thread reads the later part of traceEvents (trace_builder.cpp): a plain
 // file (not gzip, not a pipe) of at least `min_bytes`; it starts looking for an event at
-// byte `at` (0: the middle of the file).
+// byte `at` (0: two fifths into the file, as the first thread also merges and finishes).
 struct ParallelRead {
   uint64_t min_bytes = uint64_t{64} << 20;
   uint64_t at = 0;
@@ -36,8 +36,8 @@ struct ParallelRead {
 
 // Reads the trace at `path`, gzip'ed or not (told by its first bytes, not its name); a flight
 // recorder's raw dump as the trace it stands for (flight_dump.h). A large plain file is read
-// by two threads where the machine has more than one core (ParallelRead's defaults); the
-// Trace is the same as one thread's.
+// by two threads where a core is free (ParallelRead's defaults, and a load average below the
+// cores less one); the Trace is the same as one thread's.
 Trace read_trace(const std::string& path);
 Trace read_trace(const std::string& path, const ParallelRead& parallel);
 // Reads a trace from `source`; `what` names it in errors. One thread, unless `parallel`.
