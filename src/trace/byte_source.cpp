@@ -1,6 +1,7 @@
 #include "trace/byte_source.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -41,6 +42,22 @@ class Fd {
                   "cannot read the file: " + std::strerror(errno));
     }
   }
+  // The same at `offset` of the file, leaving the descriptor's own position alone: sources
+  // sharing one descriptor read independently.
+  std::size_t pread(char* dst, std::size_t cap, uint64_t offset) const {
+    for (;;) {
+      const ssize_t n = ::pread(fd_, dst, cap, static_cast<off_t>(offset));
+      if (n >= 0) return static_cast<std::size_t>(n);
+      if (errno == EINTR) continue;
+      throw Error(reader_error_prefix(path_, offset) +
+                  "cannot read the file: " + std::strerror(errno));
+    }
+  }
+  // The size of a regular file, else 0.
+  uint64_t regular_size() const {
+    struct stat st {};
+    return ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+  }
   const std::string& path() const { return path_; }
 
  private:
@@ -50,7 +67,10 @@ class Fd {
 
 class PlainSource final : public ByteSource {
  public:
-  PlainSource(std::unique_ptr<Fd> fd, std::string head) : fd_(std::move(fd)), head_(head) {}
+  // A regular file (`size` > 0) is read with pread from offset_ on, so sources sharing `fd`
+  // each read where they are; anything else with read, after the bytes already taken (head).
+  PlainSource(std::shared_ptr<const Fd> fd, std::string head, uint64_t size)
+      : fd_(std::move(fd)), head_(size > 0 ? "" : head), size_(size) {}
   std::size_t read(char* dst, std::size_t cap) override {
     std::size_t n = 0;
     if (head_pos_ < head_.size()) {  // the bytes read to tell gzip from plain
@@ -58,15 +78,23 @@ class PlainSource final : public ByteSource {
       std::memcpy(dst, head_.data() + head_pos_, n);
       head_pos_ += n;
     } else {
-      n = fd_->read(dst, cap, offset_);
+      n = size_ > 0 ? fd_->pread(dst, cap, offset_) : fd_->read(dst, cap, offset_);
     }
     offset_ += n;
     return n;
   }
+  uint64_t seekable_size() const override { return size_; }
+  void seek(uint64_t offset) override {
+    if (size_ > 0) offset_ = offset;
+  }
+  std::unique_ptr<ByteSource> another_reader() const override {
+    return size_ > 0 ? std::make_unique<PlainSource>(fd_, "", size_) : nullptr;
+  }
 
  private:
-  std::unique_ptr<Fd> fd_;
+  std::shared_ptr<const Fd> fd_;
   std::string head_;
+  uint64_t size_ = 0;
   std::size_t head_pos_ = 0;
   uint64_t offset_ = 0;
 };
@@ -178,7 +206,8 @@ std::unique_ptr<ByteSource> open_trace_source(const std::string& path) {
   if (got == 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
       static_cast<unsigned char>(head[1]) == 0x8b)
     return std::make_unique<GzipSource>(std::move(fd), h);
-  return std::make_unique<PlainSource>(std::move(fd), h);
+  const uint64_t size = fd->regular_size();
+  return std::make_unique<PlainSource>(std::move(fd), h, size);
 }
 
 }  // namespace ptprof::detail

@@ -22,6 +22,14 @@ class ByteSource {
   virtual std::size_t read(char* dst, std::size_t cap) = 0;
   // Where the compressed input stands, for messages about corrupt gzip data ("" if plain).
   virtual std::string compressed_position() const { return ""; }
+  // A plain regular file can also be read from any offset, by a second source over the same
+  // open file: a second thread reads part of a large trace that way (trace_builder.cpp).
+  // Its size, else 0 (gzip, a pipe, memory): then seek and another_reader are not available.
+  virtual uint64_t seekable_size() const { return 0; }
+  // Reads on from `offset` of the stream (seekable_size() > 0 only).
+  virtual void seek(uint64_t /*offset*/) {}
+  // A source of its own over the same open file, at offset 0 (seekable_size() > 0 only).
+  virtual std::unique_ptr<ByteSource> another_reader() const { return nullptr; }
 };
 
 // `path` as a source: gzip when it starts with gzip's magic bytes, whatever its name.

@@ -59,6 +59,13 @@ JsonCursor::JsonCursor(ByteSource& source, std::string what)
   std::memset(buf_.get(), 0, kPadding);
 }
 
+void JsonCursor::seek(uint64_t offset) {
+  source_.seek(offset);
+  p_ = end_ = buf_.get();
+  base_ = offset;
+  eof_ = false;
+}
+
 void JsonCursor::fail_at(uint64_t offset, const std::string& what) const {
   throw Error(reader_error_prefix(what_, offset) + what);
 }

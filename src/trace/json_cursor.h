@@ -82,6 +82,10 @@ class JsonCursor {
 
   // Offset in the (uncompressed) input of the next unread byte.
   uint64_t offset() const { return base_ + static_cast<uint64_t>(p_ - buf_.get()); }
+  // Reads on from `offset` of the input, dropping what is buffered; the source must be
+  // seekable (ByteSource::seekable_size() > 0), and nothing captured.
+  void seek(uint64_t offset);
+  ByteSource& source() const { return source_; }
   // After the top-level value: fails if anything but whitespace follows.
   void expect_end();
 

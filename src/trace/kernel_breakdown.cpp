@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "ptprof/trace.h"
 
@@ -10,13 +12,31 @@ namespace ptprof::detail {
 
 std::vector<KernelOpRow> kernels_by_op(const Trace& t) {
   // The op a kernel belongs to: the host op (not a user range) with its External id, as
-  // TensorBoard ties each kernel to the op that launched it.
-  std::unordered_map<uint64_t, std::string_view> op_of;
-  for (const Event& e : t.events)
-    if (e.external_id != 0 && (e.kind == EventKind::CpuOp || e.kind == EventKind::UserAnnotation)) {
-      auto [it, inserted] = op_of.emplace(e.external_id, e.name);
-      if (!inserted && e.kind == EventKind::CpuOp) it->second = e.name;
+  // TensorBoard ties each kernel to the op that launched it: the last op of that id, else the
+  // first user range. Sorted (External id, event) pairs, 16 bytes an op where a hash map took
+  // about 56 (a large trace has millions of ops).
+  std::vector<std::pair<uint64_t, int64_t>> ops;
+  for (int64_t i = 0; i < static_cast<int64_t>(t.events.size()); ++i) {
+    const Event& e = t.events[i];
+    if (e.external_id != 0 && (e.kind == EventKind::CpuOp || e.kind == EventKind::UserAnnotation))
+      ops.emplace_back(e.external_id, i);
+  }
+  std::sort(ops.begin(), ops.end());  // by id, then in event order
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (kept > 0 && ops[kept - 1].first == ops[i].first) {
+      if (t.events[ops[i].second].kind == EventKind::CpuOp) ops[kept - 1].second = ops[i].second;
+    } else {
+      ops[kept++] = ops[i];
     }
+  }
+  ops.resize(kept);
+  ops.shrink_to_fit();
+  auto op_name_of = [&](uint64_t external_id) {
+    auto it = std::lower_bound(ops.begin(), ops.end(), std::make_pair(external_id, int64_t{-1}));
+    return it != ops.end() && it->first == external_id ? t.events[it->second].name
+                                                       : std::string_view();
+  };
   struct Key {
     std::string_view op;
     EventKind kind;
@@ -41,8 +61,7 @@ std::vector<KernelOpRow> kernels_by_op(const Trace& t) {
   for (const Event& e : t.events) {
     if (e.kind != EventKind::Kernel && e.kind != EventKind::Memcpy && e.kind != EventKind::Memset)
       continue;
-    auto op = op_of.find(e.external_id);
-    const std::string_view op_name = op == op_of.end() ? std::string_view() : op->second;
+    const std::string_view op_name = op_name_of(e.external_id);
     const KernelInfo& k = e.kernel;
     const Key key{op_name, e.kind, e.name,
                   {k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],

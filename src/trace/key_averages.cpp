@@ -54,7 +54,8 @@ std::string input_shapes_text(const std::vector<OpInput>* inputs) {
 
 KeyAverages Trace::key_averages(bool group_by_input_shape, int group_by_stack_n) const {
   // Device time of each CPU op: the GPU activities launched under its External id (self),
-  // plus what its children launched (total).
+  // plus what its children launched (total: summed into the rows of the op's ancestors
+  // below).
   std::unordered_map<uint64_t, int64_t> device_by_external;
   bool any_device = false;
   for (const Event& e : events) {
@@ -63,69 +64,21 @@ KeyAverages Trace::key_averages(bool group_by_input_shape, int group_by_stack_n)
       if (e.external_id != 0) device_by_external[e.external_id] += e.duration_ns;
     }
   }
-  std::vector<int64_t> device_total(events.size(), 0);
-  if (any_device) {
-    // Children come after parents on a thread only in start order, so accumulate by depth.
-    std::vector<int64_t> order;
-    for (int64_t i = 0; i < static_cast<int64_t>(events.size()); ++i)
-      if (!is_gpu(events[i].kind)) order.push_back(i);
-    std::sort(order.begin(), order.end(),
-              [&](int64_t a, int64_t b) { return events[a].depth > events[b].depth; });
-    for (int64_t i : order) {
-      const Event& e = events[i];
-      if (e.external_id != 0) {
-        auto it = device_by_external.find(e.external_id);
-        if (it != device_by_external.end()) device_total[i] += it->second;
-      }
-      if (e.parent >= 0) device_total[e.parent] += device_total[i];
-    }
-  }
-
   // torch.profiler's EventList._remove_dup_nodes: an op whose parent has the same name and no
   // other child is folded into the parent (e.g. a redispatched aten::copy_), so it is counted
-  // once; the parent takes over its self time. Deepest first, so chains fold completely.
-  std::vector<int64_t> self(events.size());
-  std::vector<int32_t> children(events.size(), 0);
+  // once; the parent takes over its self time (summed down the chain below). An event's only
+  // child, kMany where it has several: one array, where a large trace has millions of events.
+  constexpr int64_t kMany = -2;
   std::vector<int64_t> only_child(events.size(), -1);
   for (std::size_t i = 0; i < events.size(); ++i) {
-    self[i] = events[i].self_ns;
-    if (events[i].parent >= 0) {
-      only_child[events[i].parent] = ++children[events[i].parent] == 1 ? i : -1;
-    }
+    const int64_t p = events[i].parent;
+    if (p >= 0) only_child[p] = only_child[p] == -1 ? static_cast<int64_t>(i) : kMany;
   }
   std::vector<bool> folded(events.size(), false);
-  {
-    std::vector<int64_t> order;
-    for (int64_t i = 0; i < static_cast<int64_t>(events.size()); ++i)
-      if (events[i].parent >= 0) order.push_back(i);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return events[a].depth > events[b].depth; });
-    for (int64_t i : order) {
-      const Event& e = events[i];
-      if (children[e.parent] == 1 && events[e.parent].name == e.name) {
-        folded[i] = true;
-        self[e.parent] += self[i];
-      }
-    }
-  }
-
-  // profile_memory: each event's bytes go to its innermost op (self), then up the parents.
-  std::vector<int64_t> self_mem(events.size(), 0), self_dev_mem(events.size(), 0);
-  for (const MemoryEvent& m : memory_events) {
-    if (m.op < 0 || m.op >= static_cast<int64_t>(events.size())) continue;
-    (m.device_type == 0 ? self_mem : self_dev_mem)[m.op] += m.bytes;
-  }
-  std::vector<int64_t> total_mem = self_mem, total_dev_mem = self_dev_mem;
-  if (!memory_events.empty()) {
-    std::vector<int64_t> order;
-    for (int64_t i = 0; i < static_cast<int64_t>(events.size()); ++i)
-      if (events[i].parent >= 0) order.push_back(i);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return events[a].depth > events[b].depth; });
-    for (int64_t i : order) {
-      total_mem[events[i].parent] += total_mem[i];
-      total_dev_mem[events[i].parent] += total_dev_mem[i];
-    }
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    if (e.parent >= 0 && only_child[e.parent] >= 0 && events[e.parent].name == e.name)
+      folded[i] = true;
   }
 
   KeyAverages out;
@@ -181,6 +134,9 @@ KeyAverages Trace::key_averages(bool group_by_input_shape, int group_by_stack_n)
     }
   };
   std::unordered_map<RowKey, std::size_t, RowKeyHash> row_of;
+  // Each event's row, -1 where it is in none: device time and profile_memory's bytes are
+  // summed into the rows of an event's ancestors by it below, rather than held per event.
+  std::vector<int32_t> row_of_event(any_device || !memory_events.empty() ? events.size() : 0, -1);
   for (std::size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     if (e.kind == EventKind::CudaRuntime || e.kind == EventKind::CudaDriver ||
@@ -201,21 +157,18 @@ KeyAverages Trace::key_averages(bool group_by_input_shape, int group_by_stack_n)
       out.rows.push_back(std::move(row));
     }
     KeyAverage& row = out.rows[it->second];
+    if (!row_of_event.empty()) row_of_event[i] = static_cast<int32_t>(it->second);
     ++row.count;
     row.flops += e.flops;
     out.has_flops |= e.flops != 0;
-    row.self_cpu_memory_usage += self_mem[i];
-    row.cpu_memory_usage += total_mem[i];
-    row.self_device_memory_usage += self_dev_mem[i];
-    row.device_memory_usage += total_dev_mem[i];
     if (device_activity(e.kind)) {
       row.self_device_time_total_ns += e.duration_ns;
       row.device_time_total_ns += e.duration_ns;
     } else {
-      row.self_cpu_time_total_ns += self[i];
       row.cpu_time_total_ns += e.duration_ns;
-      // Device time launched by this op itself, or by a folded same-named child.
+      // Self time and device time of this op itself and of its folded same-named children.
       for (int64_t k = static_cast<int64_t>(i);;) {
+        row.self_cpu_time_total_ns += events[k].self_ns;
         if (events[k].external_id != 0) {
           auto d = device_by_external.find(events[k].external_id);
           if (d != device_by_external.end()) row.self_device_time_total_ns += d->second;
@@ -224,8 +177,32 @@ KeyAverages Trace::key_averages(bool group_by_input_shape, int group_by_stack_n)
         if (next < 0 || !folded[next]) break;
         k = next;
       }
-      row.device_time_total_ns += device_total[i];
     }
+  }
+  // Device time launched under a CPU event's External id counts in the total of the event
+  // and of each enclosing one, up the chain of CPU events.
+  if (any_device) {
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      const Event& e = events[i];
+      if (is_gpu(e.kind) || e.external_id == 0) continue;
+      auto d = device_by_external.find(e.external_id);
+      if (d == device_by_external.end()) continue;
+      for (int64_t k = static_cast<int64_t>(i); k >= 0 && !is_gpu(events[k].kind);
+           k = events[k].parent)
+        if (const int32_t r = row_of_event[k]; r >= 0 && !device_activity(events[k].kind))
+          out.rows[r].device_time_total_ns += d->second;
+    }
+  }
+  // profile_memory: each event's bytes go to its innermost op (self) and to every op
+  // enclosing it (total), in the rows those ops are in.
+  for (const MemoryEvent& m : memory_events) {
+    if (m.op < 0 || m.op >= static_cast<int64_t>(events.size())) continue;
+    const bool cpu = m.device_type == 0;
+    if (const int32_t r = row_of_event[m.op]; r >= 0)
+      (cpu ? out.rows[r].self_cpu_memory_usage : out.rows[r].self_device_memory_usage) += m.bytes;
+    for (int64_t k = m.op; k >= 0; k = events[k].parent)
+      if (const int32_t r = row_of_event[k]; r >= 0)
+        (cpu ? out.rows[r].cpu_memory_usage : out.rows[r].device_memory_usage) += m.bytes;
   }
   return out;
 }

@@ -3,10 +3,13 @@
 
 #include "ptprof/trace.h"
 #include "trace/json_cursor.h"
+#include "trace/trace_reader.h"  // ParallelRead
 
 namespace ptprof::detail {
 
 // Reads the whole document `in` holds; a malformed one fails with in's file and byte offset.
-Trace build_trace(JsonCursor& in);
+// With `parallel`, and a source it applies to, a second thread reads the later half of the
+// events.
+Trace build_trace(JsonCursor& in, const ParallelRead* parallel = nullptr);
 
 }  // namespace ptprof::detail

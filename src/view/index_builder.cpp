@@ -66,8 +66,9 @@ BuiltIndex build_index(const std::string& trace_path, const std::string& name,
     phase("read");
     const Trace trace = detail::read_trace(trace_path);
 
-    // The Report on a thread of its own while the timeline is laid out: both only read the
-    // trace.
+    // The Report on a thread of its own while the timeline is laid out and written: both only
+    // read the trace. The Overview, which needs the Report, goes last into the file, so the
+    // Report's time covers the timeline's writing rather than adding to it.
     phase("report+timeline");
     std::shared_ptr<const Report> report;
     std::exception_ptr failed;
@@ -78,27 +79,30 @@ BuiltIndex build_index(const std::string& trace_path, const std::string& name,
         failed = std::current_exception();
       }
     });
-    std::unique_ptr<TimelineLayout> timeline;
+    auto wait_for_report = [&] {
+      if (reporter.joinable()) reporter.join();
+      if (failed) std::rethrow_exception(failed);
+    };
     try {
-      timeline = std::make_unique<TimelineLayout>(trace);
+      out.path = write_first_of(paths, key, trace_path, [&](IndexWriter& w) {
+        TimelineLayout(trace).write(w);
+        wait_for_report();
+        phase("write");
+        write_overview(trace, *report, name, w);
+      });
     } catch (...) {
-      reporter.join();
+      if (reporter.joinable()) reporter.join();
       throw;
     }
-    reporter.join();
-    if (failed) std::rethrow_exception(failed);
-
-    phase("write");
-    out.path = write_first_of(paths, key, trace_path, [&](IndexWriter& w) {
-      write_overview(trace, *report, name, w);
-      timeline->write(w);
-    });
-    timeline.reset();
     out.index = IndexFile::open(out.path, key);
     if (!out.index)
       throw Error("ptprof view: the index just written at " + out.path + " does not open");
     out.report = report;
     if (hooks.first_part) hooks.first_part(out);
+    // What the Report and the timeline's layout freed is held by malloc, much of it in the
+    // arenas of the threads that computed them, where the tables' allocations (this thread's)
+    // would not reuse it: given back now, the tables' peak is the Trace and their own.
+    ::malloc_trim(0);
 
     const std::string tables = tables_path(out.path);
     write_first_of({tables}, key, trace_path, [&](IndexWriter& w) {

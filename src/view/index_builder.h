@@ -3,8 +3,9 @@
 //
 // Two files, so the first page is up before everything is computed: the first holds the
 // Overview (the Report) and the timeline, the second (".ptprof-tables" beside the first) the
-// operator, kernel and allocation tables and the flame graphs. The Report and the timeline
-// are computed at once on two threads; the tables after the first file is out.
+// operator, kernel and allocation tables and the flame graphs. The Report is computed on a
+// thread of its own while the timeline is laid out and written, the Overview last; the
+// tables after the first file is out.
 #pragma once
 
 #include <functional>

@@ -27,16 +27,16 @@ void queue_lengths(Analysis& a) {
     int delta;
   };
   std::map<std::pair<int32_t, int64_t>, std::vector<Change>> by_stream;
-  for (const auto& [corr, acts] : index.activities_of) {
+  index.activities_of.for_each([&](uint64_t corr, const ActivitiesByCorrelation::Events& acts) {
     auto l = index.launch_of.find(corr);
-    if (l == index.launch_of.end() || !is_queue_launch(t.events[l->second].name)) continue;
+    if (l == index.launch_of.end() || !is_queue_launch(t.events[l->second].name)) return;
     for (int64_t act : acts) {
       const Event& e = t.events[act];
       auto& v = by_stream[{device_of(e), stream_of(e)}];
       v.push_back({t.events[l->second].start_ns, +1});
       v.push_back({e.start_ns, -1});
     }
-  }
+  });
   for (auto& [key, v] : by_stream) {
     std::sort(v.begin(), v.end(), [](const Change& x, const Change& y) {
       return x.time != y.time ? x.time < y.time : x.delta < y.delta;

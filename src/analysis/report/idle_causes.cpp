@@ -83,13 +83,23 @@ const std::vector<HostSegment>& IdleCauses::segments(int64_t tid) {
   std::vector<HostSegment>& out = segments_cache_[tid];
   auto it = index_.host_events.find(tid);
   if (it == index_.host_events.end()) return out;
+  // 16 bytes, the event, its end and its class packed: a thread of a large trace has millions
+  // of edges, and they are the Report's largest working memory.
   struct Edge {
     int64_t time;
-    bool open;
-    int64_t event;
-    int cls;  // kHostClasses for a plain user range (labels "outside ops" time)
+    uint64_t bits;  // event << 8 | open << 7 | class
+    int64_t event() const { return static_cast<int64_t>(bits >> 8); }
+    bool open() const { return (bits >> 7) & 1; }
+    // kHostClasses for a plain user range (labels "outside ops" time)
+    int cls() const { return static_cast<int>(bits & 0x7f); }
+  };
+  static_assert(kHostClasses < 0x80, "a class fits in 7 bits");
+  auto edge = [](int64_t time, bool open, int64_t event, int cls) {
+    return Edge{time, static_cast<uint64_t>(event) << 8 | uint64_t{open} << 7 |
+                          static_cast<uint64_t>(cls)};
   };
   std::vector<Edge> edges;
+  edges.reserve(2 * it->second.size());
   for (int64_t i : it->second) {
     const Event& e = t_.events[i];
     if (e.duration_ns <= 0) continue;  // no time to attribute
@@ -110,18 +120,18 @@ const std::vector<HostSegment>& IdleCauses::segments(int64_t tid) {
       cls = blocking_class(i);
       if (cls < 0) cls = is_allocator_call(e.name) ? kHostAllocator : kHostOp;
     }
-    edges.push_back({e.start_ns, true, i, cls});
-    edges.push_back({end_of(e), false, i, cls});
+    edges.push_back(edge(e.start_ns, true, i, cls));
+    edges.push_back(edge(end_of(e), false, i, cls));
   }
   // At one time: closes before opens, inner ranges closing first and outer ones opening
   // first, so the back of each open list is the innermost range.
   std::sort(edges.begin(), edges.end(), [&](const Edge& a, const Edge& b) {
     if (a.time != b.time) return a.time < b.time;
-    if (a.open != b.open) return !a.open;
-    const Event& x = t_.events[a.event];
-    const Event& y = t_.events[b.event];
-    if (a.open) return end_of(x) != end_of(y) ? end_of(x) > end_of(y) : a.event < b.event;
-    return x.start_ns != y.start_ns ? x.start_ns > y.start_ns : a.event > b.event;
+    if (a.open() != b.open()) return !a.open();
+    const Event& x = t_.events[a.event()];
+    const Event& y = t_.events[b.event()];
+    if (a.open()) return end_of(x) != end_of(y) ? end_of(x) > end_of(y) : a.event() < b.event();
+    return x.start_ns != y.start_ns ? x.start_ns > y.start_ns : a.event() > b.event();
   });
   std::array<std::vector<int64_t>, kHostClasses + 1> open;
   const int32_t no_range = labels_.id("(no range)");
@@ -155,11 +165,11 @@ const std::vector<HostSegment>& IdleCauses::segments(int64_t tid) {
       }
     }
     prev = ed.time;
-    auto& st = open[ed.cls];
-    if (ed.open) {
-      st.push_back(ed.event);
+    auto& st = open[ed.cls()];
+    if (ed.open()) {
+      st.push_back(ed.event());
     } else {
-      auto pos = std::find(st.rbegin(), st.rend(), ed.event);
+      auto pos = std::find(st.rbegin(), st.rend(), ed.event());
       if (pos != st.rend()) st.erase(std::next(pos).base());
     }
   }
@@ -173,15 +183,12 @@ int IdleCauses::blocking_class(int64_t i) const {
     return kHostSync;
   if (is_memcpy_call(e.name)) {
     if (contains(e.name, "DtoH")) return kHostDeviceToHost;
-    auto it = e.correlation ? index_.activities_of.find(e.correlation) : index_.activities_of.end();
-    if (it != index_.activities_of.end()) {
-      for (int64_t act : it->second) {
-        const Event& c = t_.events[act];
-        if (c.kind != EventKind::Memcpy) continue;
-        const uint8_t kind =
-            c.transfer.copy_kind ? c.transfer.copy_kind : copy_kinds_from_name(c.name).copy;
-        if (kind == kCopyDtoH) return kHostDeviceToHost;
-      }
+    for (int64_t act : index_.activities_of.find(e.correlation)) {  // none for 0
+      const Event& c = t_.events[act];
+      if (c.kind != EventKind::Memcpy) continue;
+      const uint8_t kind =
+          c.transfer.copy_kind ? c.transfer.copy_kind : copy_kinds_from_name(c.name).copy;
+      if (kind == kCopyDtoH) return kHostDeviceToHost;
     }
   }
   return -1;

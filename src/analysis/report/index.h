@@ -9,6 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "ptprof/trace.h"
@@ -43,13 +44,59 @@ inline bool kernel_args_present(const KernelInfo& k) {
   return k.grid[0] > 0 || k.blocks_per_sm > 0 || k.occupancy_pct > 0;
 }
 
+// Correlation -> the GPU activities that carry it, in event order: (correlation, event) pairs
+// sorted, 16 bytes an activity where a hash map of vectors took about 90 (a large trace has
+// hundreds of thousands of kernels).
+class ActivitiesByCorrelation {
+ public:
+  using Entry = std::pair<uint64_t, int64_t>;
+  // The events of one correlation.
+  class Events {
+   public:
+    struct Iter {
+      const Entry* p;
+      int64_t operator*() const { return p->second; }
+      Iter& operator++() {
+        ++p;
+        return *this;
+      }
+      bool operator!=(const Iter& o) const { return p != o.p; }
+    };
+    Events(const Entry* b, const Entry* e) : b_(b), e_(e) {}
+    Iter begin() const { return {b_}; }
+    Iter end() const { return {e_}; }
+    bool empty() const { return b_ == e_; }
+
+   private:
+    const Entry* b_;
+    const Entry* e_;
+  };
+  // Built from every (correlation, event) in event order.
+  explicit ActivitiesByCorrelation(std::vector<Entry> entries);
+  ActivitiesByCorrelation() = default;
+  Events find(uint64_t correlation) const;  // empty: none
+  // fn(correlation, events) for each correlation, by correlation.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (std::size_t i = 0; i < entries_.size();) {
+      std::size_t j = i;
+      while (j < entries_.size() && entries_[j].first == entries_[i].first) ++j;
+      fn(entries_[i].first, Events(entries_.data() + i, entries_.data() + j));
+      i = j;
+    }
+  }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
 struct TraceIndex {
   explicit TraceIndex(const Trace& trace);
 
   const Trace& t;
   std::vector<int64_t> activities;                  // kernels, copies, memsets
   std::unordered_map<uint64_t, int64_t> launch_of;  // correlation -> runtime/driver call
-  std::unordered_map<uint64_t, std::vector<int64_t>> activities_of;  // correlation -> activities
+  ActivitiesByCorrelation activities_of;
   std::unordered_map<int64_t, std::vector<int64_t>> host_events;     // tid -> ranges and calls
   std::unordered_set<uint64_t> waits;  // correlations of cuda_sync records of a host wait
 

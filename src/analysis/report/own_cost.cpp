@@ -16,7 +16,7 @@ void own_cost(Analysis& a) {
   int64_t ops = 0, launches = 0;
   for (const Event& e : a.t.events) {
     const bool op = is_host_range(e.kind);
-    const bool launch = is_api_call(e.kind) && a.index.activities_of.count(e.correlation) > 0;
+    const bool launch = is_api_call(e.kind) && !a.index.activities_of.find(e.correlation).empty();
     if ((op || launch) && a.in_steps(e.start_ns, e.start_ns) > 0) ++(op ? ops : launches);
   }
   const double steps = static_cast<double>(a.r.steps.size());

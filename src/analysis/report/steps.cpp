@@ -98,16 +98,12 @@ void find_steps(Analysis& a) {
     if (rt.start_ns < steps[is].host_start_ns) {
       ++ir;  // before or across the step's start
     } else if (end_of(rt) <= steps[is].host_end_ns) {
-      auto it =
-          rt.correlation ? index.activities_of.find(rt.correlation) : index.activities_of.end();
-      if (it != index.activities_of.end()) {
-        for (int64_t act : it->second) {
-          dmin = std::min(dmin, t.events[act].start_ns);
-          dmax = std::max(dmax, end_of(t.events[act]));
-          matched[act] = 1;
-          any_matched = true;
-          ++matched_count[is];
-        }
+      for (int64_t act : index.activities_of.find(rt.correlation)) {  // none for 0
+        dmin = std::min(dmin, t.events[act].start_ns);
+        dmax = std::max(dmax, end_of(t.events[act]));
+        matched[act] = 1;
+        any_matched = true;
+        ++matched_count[is];
       }
       ++ir;
     } else if (rt.start_ns < steps[is].host_end_ns) {
