@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <exception>
 #include <iterator>
+#include <system_error>
 #include <thread>
 
 #include "analysis/report/analysis.h"
@@ -87,13 +88,19 @@ Report::Report(const Trace& trace, const ReportOptions& opts) : options(opts) {
   // the passes: they read only the trace and the index, write only the tables and
   // facts.key_averages, and nothing reads those before the rules.
   std::exception_ptr tables_failed;
-  std::thread tables([&] {
+  auto run_tables = [&] {
     try {
       detail::tables(a);
     } catch (...) {
       tables_failed = std::current_exception();
     }
-  });
+  };
+  std::thread tables;
+  try {
+    tables = std::thread(run_tables);
+  } catch (const std::system_error&) {
+    run_tables();  // no thread to be had (a process at its limit): the same tables, in turn
+  }
   try {
     detail::check_quality(a);
     detail::find_steps(a);
@@ -105,10 +112,10 @@ Report::Report(const Trace& trace, const ReportOptions& opts) : options(opts) {
     detail::launch_stretches(a);
     detail::own_cost(a);
   } catch (...) {
-    tables.join();
+    if (tables.joinable()) tables.join();
     throw;
   }
-  tables.join();
+  if (tables.joinable()) tables.join();
   if (tables_failed) std::rethrow_exception(tables_failed);
   detail::run_rules(a);
 }
