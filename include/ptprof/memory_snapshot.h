@@ -141,6 +141,8 @@ struct MemoryDeviceSummary {
   int64_t largest_free_block = 0;
   // The trace replayed: allocated bytes before its first entry, then after each alloc and free.
   std::size_t trace_entries = 0;
+  int64_t trace_start_us = 0;  // the first entry's time, and the latest (0 without a trace)
+  int64_t trace_end_us = 0;
   int64_t start_bytes = 0;
   std::vector<MemoryTimelinePoint> timeline;
   std::vector<MemoryStreamTimeline> streams;

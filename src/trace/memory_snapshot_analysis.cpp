@@ -117,6 +117,8 @@ MemorySnapshotSummary summarize(const MemorySnapshot& snapshot, std::size_t top)
     MemoryDeviceSummary dev;
     dev.device = d;
     dev.trace_entries = trace.size();
+    if (!trace.empty()) dev.trace_start_us = dev.trace_end_us = trace.front().time_us;
+    for (const MemoryTraceEntry& e : trace) dev.trace_end_us = std::max(dev.trace_end_us, e.time_us);
     dev.segment_count = static_cast<int64_t>(segments.size());
     for (const MemorySegment* s : segments) {
       dev.reserved = sat_add(dev.reserved, s->total_size);
@@ -146,7 +148,7 @@ MemorySnapshotSummary summarize(const MemorySnapshot& snapshot, std::size_t top)
     const Pairing p = pair_up(trace, segments);
     const std::vector<MemoryAllocationInfo>& allocs = p.allocs;
     // Allocated bytes: what predates the trace from its start, then each change.
-    const int64_t t0 = trace.empty() ? 0 : trace.front().time_us;
+    const int64_t t0 = dev.trace_start_us;
     std::map<int64_t, int64_t> stream_bytes;
     for (const MemoryAllocationInfo& a : allocs) {
       if (a.alloc_time_us >= 0) continue;

@@ -1,4 +1,5 @@
 // A snapshot's summary as a self-contained page: no script, nothing loaded from anywhere.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,7 @@ void device_section(Markup& m, const MemorySnapshot& s, const MemoryDeviceSummar
   if (!d.ooms.empty()) tile(m, "Out of memory", std::to_string(d.ooms.size()), "tile oom");
   m.close("div").line();
 
-  const int64_t t0 = d.timeline.empty() ? d.peak_time_us : d.timeline.front().time_us;
+  const int64_t t0 = d.trace_start_us;
   m.element("h3", "Active memory timeline");
   if (d.trace_entries == 0) {
     m.element("p", {{"class", "muted"}},
@@ -92,7 +93,7 @@ void device_section(Markup& m, const MemorySnapshot& s, const MemoryDeviceSummar
     detail::MemoryChart chart;
     chart.title = "CUDA:" + std::to_string(d.device) + " allocated memory over time";
     chart.t0 = t0 * 1000;
-    chart.end_ns = t.back();
+    chart.end_ns = std::max(t.back(), d.trace_end_us * 1000);  // an OOM may come last
     chart.curves.push_back({"allocated", "\xe2\x80\x94 allocated", &t, &v});
     std::vector<std::vector<int64_t>> st, sv;
     if (d.streams.size() > 1) {

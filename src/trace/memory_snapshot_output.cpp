@@ -67,9 +67,6 @@ std::string time_text(int64_t time_us, int64_t t0) {
   return time_us < 0 ? "before the trace" : detail::format_fixed((time_us - t0) / 1e3, 3) + " ms";
 }
 
-int64_t first_time(const MemoryDeviceSummary& d) {
-  return d.timeline.empty() ? d.peak_time_us : d.timeline.front().time_us;
-}
 
 }  // namespace
 
@@ -77,7 +74,7 @@ std::string MemorySnapshotSummary::text(const MemorySnapshot& snapshot) const {
   std::ostringstream o;
   if (devices.empty()) o << "The snapshot has no segments and no trace: nothing was allocated.\n";
   for (const MemoryDeviceSummary& d : devices) {
-    const int64_t t0 = first_time(d);
+    const int64_t t0 = d.trace_start_us;
     o << "CUDA:" << d.device << "\n";
     o << "  State when taken: reserved " << format_bytes(d.reserved) << " in " << d.segment_count
       << " segments, allocated " << format_bytes(d.allocated) << ", unallocated "
@@ -88,7 +85,7 @@ std::string MemorySnapshotSummary::text(const MemorySnapshot& snapshot) const {
            "or torch.cuda.memory._record_memory_history)\n";
     } else {
       o << "  Trace: " << d.trace_entries << " entries over "
-        << detail::format_fixed(d.timeline.empty() ? 0.0 : (d.timeline.back().time_us - t0) / 1e3, 3)
+        << detail::format_fixed((d.trace_end_us - t0) / 1e3, 3)
         << " ms; allocated at its start " << format_bytes(d.start_bytes) << "\n";
     }
     o << "  Peak allocated: " << format_bytes(d.peak_bytes)
@@ -162,6 +159,7 @@ std::string MemorySnapshotSummary::json(const MemorySnapshot& snapshot) const {
     w.key("active").value(d.active).key("requested").value(d.requested);
     w.key("segments").value(d.segment_count).key("largest_free_block").value(d.largest_free_block);
     w.key("trace_entries").value(static_cast<uint64_t>(d.trace_entries));
+    w.key("trace_start_us").value(d.trace_start_us).key("trace_end_us").value(d.trace_end_us);
     w.key("start_bytes").value(d.start_bytes);
     w.key("peak_bytes").value(d.peak_bytes).key("peak_time_us").value(d.peak_time_us);
     w.key("live_at_peak_count").value(d.live_at_peak_count);
@@ -200,6 +198,12 @@ std::string MemorySnapshotSummary::json(const MemorySnapshot& snapshot) const {
       w.begin_object().key("stream").value(s.stream).key("peak_bytes").value(s.peak_bytes).end_object();
     }
     w.end_array();
+    // Allocated bytes after each alloc and free (the start's value is start_bytes).
+    w.key("timeline").begin_object().key("time_us").begin_array();
+    for (const MemoryTimelinePoint& p : d.timeline) w.value(p.time_us);
+    w.end_array().key("bytes").begin_array();
+    for (const MemoryTimelinePoint& p : d.timeline) w.value(p.bytes);
+    w.end_array().end_object();
     w.end_object();
   }
   w.end_array();

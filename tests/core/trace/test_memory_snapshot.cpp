@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -293,6 +294,27 @@ TEST(MemorySnapshotSummary, PageIsWellFormedAndSelfContained) {
   EXPECT_NE(html.find("<line class=\"marker\""), std::string::npos);  // the OOM
   EXPECT_NE(html.find("data-testid=\"ooms\""), std::string::npos);
   EXPECT_NE(html.find("big_matmul (train.cpp:10)"), std::string::npos);
+}
+
+// A snapshot libtorch_cuda itself wrote on a GPU (scripts/gpu-check keeps one as
+// tests/gpu/fixtures/<device>/memory_snapshot.pickle): read, with its trace and stacks.
+TEST(MemorySnapshot, ReadsTheSnapshotsRecordedOnAGpu) {
+  const std::string root = std::string(PTPROF_SOURCE_DIR) + "/tests/gpu/fixtures";
+  int seen = 0;
+  for (const auto& dev : std::filesystem::directory_iterator(root)) {
+    const std::string path = dev.path().string() + "/memory_snapshot.pickle";
+    if (!std::filesystem::exists(path)) continue;
+    ++seen;
+    const MemorySnapshot s = MemorySnapshot::load(path);
+    EXPECT_FALSE(s.segments.empty()) << path;
+    ASSERT_FALSE(s.device_traces.empty()) << path;
+    const MemorySnapshotSummary sum = summarize(s);
+    ASSERT_FALSE(sum.devices.empty()) << path;
+    EXPECT_GT(sum.devices[0].trace_entries, 0u) << path;
+    EXPECT_GT(sum.devices[0].peak_bytes, 0) << path;
+    EXPECT_FALSE(s.stacks.empty()) << path;
+  }
+  if (seen == 0) GTEST_SKIP() << "no GPU snapshot yet (scripts/gpu-check records one)";
 }
 
 TEST(MemorySnapshot, PathBesideATrace) {
