@@ -3,7 +3,6 @@
 #include <string>
 
 #include "ptprof/memory_snapshot.h"
-#include "render/format.h"
 #include "trace/json_writer.h"
 #include "trace/memory_snapshot_text.h"
 

@@ -210,6 +210,22 @@ TEST_F(CudaMemoryHistoryTest, UnavailableIsOneWarningAndTheTracesAsBefore) {
   EXPECT_TRUE(files_ending(dir, ".pickle").empty());
 }
 
+TEST_F(CudaMemoryHistoryTest, TheEnvironmentTurnsItOnForAnUnconfiguredBinary) {
+  test::TempDir dir;
+  ::setenv("PTPROF_CUDA_MEMORY_HISTORY", "1", 1);
+  {
+    ProfileSession s(options(dir));
+    for (int i = 0; i < 3; ++i) s.step();
+    s.stop();
+  }
+  ::unsetenv("PTPROF_CUDA_MEMORY_HISTORY");
+  EXPECT_EQ(g_fake.history, (std::vector<bool>{true, false}));
+  // One snapshot per trace written.
+  const auto traces = files_ending(dir, ".pt.trace.json");
+  ASSERT_FALSE(traces.empty());
+  EXPECT_EQ(files_ending(dir, ".memory_snapshot.pickle").size(), traces.size());
+}
+
 TEST_F(CudaMemoryHistoryTest, NotAskedNothingIsCalled) {
   test::TempDir dir;
   ProfileSession s(options(dir));
