@@ -412,6 +412,39 @@ def check_graph(graph, figures, fail):
              % (launches.get("graph_launches", 0), graph.get("replays")))
 
 
+def check_memory(memory, figures, fail):
+    """gpu_memory_snapshot_check: a window's CUDA memory snapshot beside its trace and an OOM's,
+    both read back by ptprof's reader, with the history's trace and C++ stacks in them."""
+    windows = memory.get("window_snapshots") or []
+    ooms = memory.get("oom_snapshots") or []
+    figures["memory"] = {
+        "baseline_step_ms": memory.get("baseline_step_ms"),
+        "history_step_ms": memory.get("history_step_ms"),
+        "window_snapshots": windows, "oom_snapshots": ooms, "oom_thrown": memory.get("oom_thrown"),
+        "messages": memory.get("messages")}
+    if memory.get("traces", 0) < 1:
+        fail("memory", "the session wrote no trace")
+    if not windows:
+        fail("memory", "no memory snapshot beside the window's trace")
+    for s in windows + ooms:
+        if "read_error" in s:
+            fail("memory", "ptprof cannot read %s: %s" % (s.get("path"), s["read_error"]))
+    for s in windows:
+        if s.get("trace_entries", 0) == 0 or s.get("segments", 0) == 0:
+            fail("memory", "%s has %d segments and %d trace entries" % (
+                s.get("path"), s.get("segments", 0), s.get("trace_entries", 0)))
+        if s.get("frames", 0) == 0:
+            fail("memory", "%s has no stack frames (cpp_stacks)" % s.get("path"))
+    if not memory.get("oom_thrown"):
+        fail("memory", "the oversized allocation did not throw OutOfMemoryError")
+    if not ooms:
+        fail("memory", "no OOM snapshot (the allocator's OOM observer)")
+    elif not any(s.get("ooms", 0) >= 1 and s.get("oom_requested", 0) >= memory.get("oom_bytes", 1)
+                 for s in ooms):
+        fail("memory", "the OOM snapshot has no oom entry asking for %s bytes"
+             % memory.get("oom_bytes"))
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trace", required=True, help="ptprof's trace (.json or .json.gz)")
@@ -422,6 +455,7 @@ def main(argv):
     p.add_argument("--teardown", help="run.json of gpu_train_check run with TEARDOWN_CUPTI=1")
     p.add_argument("--layers", help="gpu_launch_layers' launch_layers.json")
     p.add_argument("--graph", help="gpu_graph_check's graph.json")
+    p.add_argument("--memory", help="gpu_memory_snapshot_check's memory.json")
     p.add_argument("--out", required=True, help="where to write the figures (JSON)")
     a = p.parse_args(argv)
     try:
@@ -433,6 +467,7 @@ def main(argv):
         teardown = load(a.teardown) if a.teardown else None
         layers = load(a.layers) if a.layers else None
         graph = load(a.graph) if a.graph else None
+        memory = load(a.memory) if a.memory else None
     except (OSError, ValueError) as e:
         print("gpu_trace_check: cannot read input: %s" % e, file=sys.stderr)
         return 2
@@ -446,6 +481,9 @@ def main(argv):
             {"check": check, "message": message}))
     if graph is not None:
         check_graph(graph, figures, lambda check, message: failures.append(
+            {"check": check, "message": message}))
+    if memory is not None:
+        check_memory(memory, figures, lambda check, message: failures.append(
             {"check": check, "message": message}))
     figures["trace"] = a.trace
     with open(a.out, "w", encoding="utf-8") as f:

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ptprof/cuda_memory_history.h"
 #include "ptprof/distributed_info.h"
 #include "ptprof/flight_recorder.h"
 #include "ptprof/log.h"
@@ -113,7 +114,8 @@ struct Options {
   // changes (a stat() of it at most every trigger_check_interval_ms, from step()), its
   // KEY=VALUE lines name the window: STEPS, WARMUP, START_STEP or ROUNDUP (ranks that see it
   // before then all start at the same step, the next multiple of ROUNDUP), OUTPUT (a log
-  // directory), RECORD_SHAPES, PROFILE_MEMORY, WITH_STACK, WITH_FLOPS, REPORT (docs/on-demand.md).
+  // directory), RECORD_SHAPES, PROFILE_MEMORY, WITH_STACK, WITH_FLOPS, REPORT, CUDA_MEMORY
+  // (docs/on-demand.md).
   // A file already there when the session starts counts as a change. Empty: the environment's
   // PTPROF_TRIGGER_FILE, if any. A request that comes while a window is recording is refused
   // with a warning; a bad file is reported with its line and key, never fatal.
@@ -141,6 +143,11 @@ struct Options {
   // the scheduled and on-demand windows, dumped when asked, on a hang (no step() for
   // hang_seconds) or a crash. Its dumps' messages go through `log`.
   FlightRecorderOptions flight_recorder;
+  // CUDA memory snapshots (ptprof/cuda_memory_history.h): the caching allocator's history
+  // recorded while the session runs, its snapshot (memory_viz's pickle) written with each
+  // saved window and at an out-of-memory error. The trigger file's CUDA_MEMORY=1 asks for it
+  // in one window.
+  CudaMemoryHistoryOptions cuda_memory_history;
 };
 
 }  // namespace ptprof

@@ -2,12 +2,14 @@
 #pragma once
 
 #include "ptprof/cross_rank.h"
+#include "ptprof/cuda_memory_history.h"
 #include "ptprof/distributed.h"
 #include "ptprof/distributed_info.h"
 #include "ptprof/error.h"
 #include "ptprof/event.h"
 #include "ptprof/key_averages.h"
 #include "ptprof/log.h"
+#include "ptprof/memory_snapshot.h"
 #include "ptprof/merge.h"
 #include "ptprof/options.h"
 #include "ptprof/profiler_cost.h"

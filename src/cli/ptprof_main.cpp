@@ -6,6 +6,9 @@
 //   ptprof summary TRACE
 //   ptprof kernels TRACE [--row-limit N]
 //   ptprof memory TRACE [OUT.json|OUT.html]
+//   ptprof memory SNAPSHOT.pickle [OUT.html] [--json]  a CUDA memory snapshot: the peak and what
+//                                                         was live at it, largest allocations,
+//                                                         segments, OOMs (docs/memory-snapshots.md)
 //   ptprof stacks TRACE OUT[.svg] [--metric self_cpu_time_total|self_cuda_time_total]
 //   ptprof report TRACE|DIR [--json] [--html OUT]        why the step is slow, and what to do
 //                                                         (a job's DIR: also who waits for whom)
@@ -42,6 +45,7 @@
 #include "ptprof/error.h"
 #include "ptprof/flight_report.h"
 #include "ptprof/key_averages.h"
+#include "ptprof/memory_snapshot.h"
 #include "ptprof/merge.h"
 #include "ptprof/report.h"
 #include "ptprof/report_diff.h"
@@ -125,7 +129,35 @@ int summary(const std::string& path) {
   return 0;
 }
 
-int memory(const std::string& path, const std::string& out) {
+// A CUDA memory snapshot is a pickle (its first byte 0x80); a trace is JSON or gzip.
+bool is_pickle(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  const int c = std::fgetc(f);
+  std::fclose(f);
+  return c == 0x80;
+}
+
+int memory_snapshot(const std::string& path, const std::string& out, bool json) {
+  ptprof::MemorySnapshot snapshot;
+  try {
+    snapshot = ptprof::MemorySnapshot::load(path);
+  } catch (const ptprof::Error& e) {
+    throw InputError(e.what());
+  }
+  const ptprof::MemorySnapshotSummary summary = ptprof::summarize(snapshot);
+  if (!out.empty()) {
+    if (out.size() < 5 || out.compare(out.size() - 5, 5, ".html") != 0)
+      throw InputError("ptprof memory: a snapshot's page is HTML: OUT must end in .html");
+    summary.save_html(snapshot, out, std::filesystem::path(path).filename().string());
+    return 0;
+  }
+  std::cout << (json ? summary.json(snapshot) : summary.text(snapshot));
+  return 0;
+}
+
+int memory(const std::string& path, const std::string& out, bool json) {
+  if (is_pickle(path)) return memory_snapshot(path, out, json);
   const ptprof::Trace trace = read(path);
   if (!out.empty()) {
     trace.export_memory_timeline(out);
@@ -357,9 +389,14 @@ int main(int argc, char** argv) {
   row_limit_opt(k);
 
   CLI::App* m = app.add_subcommand(
-      "memory", "peak allocated bytes per device, or the memory timeline written to OUT");
-  trace_arg(m);
-  m->add_option("OUT", out, "OUT.json (curves) or OUT.html (a self-contained chart)")
+      "memory", "peak allocated bytes per device, or the memory timeline written to OUT; of a "
+                "CUDA memory snapshot (.pickle): its peak, what was live at it, segments, OOMs");
+  m->add_option("TRACE", path, "trace file (.json or .json.gz), or a CUDA memory snapshot "
+                               "(the pickle memory_viz reads)")
+      ->required();
+  m->add_flag("--json", json, "a snapshot's summary as JSON (keys in docs/memory-snapshots.md)");
+  m->add_option("OUT", out, "OUT.json (curves) or OUT.html (a self-contained chart; for a "
+                            "snapshot, its page)")
       ->check([](const std::string& o) {
         const bool ok = (o.size() > 5 && o.compare(o.size() - 5, 5, ".json") == 0) ||
                         (o.size() > 5 && o.compare(o.size() - 5, 5, ".html") == 0);
@@ -449,7 +486,7 @@ int main(int argc, char** argv) {
       std::cout << read(path).kernel_table().table(row_limit);
       return 0;
     }
-    if (*m) return memory(path, out);
+    if (*m) return memory(path, out, json);
     if (*st) {
       read(path).export_stacks(out, metric);
       return 0;

@@ -123,6 +123,7 @@ Options with_environment(Options o, std::vector<Status>* warnings) {
           "\"; SIGUSR1, SIGUSR2, SIGHUP, SIGURG or a number)");
   }
   if (env_flag("PTPROF_ON_DEMAND_ONLY")) o.on_demand_only = true;
+  if (env_flag("PTPROF_CUDA_MEMORY_HISTORY")) o.cuda_memory_history.enabled = true;
   if (!o.distributed) o.distributed = distributed_from_environment(warnings);
   o.flight_recorder = flight_with_environment(std::move(o.flight_recorder));
   return o;

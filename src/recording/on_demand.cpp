@@ -93,6 +93,8 @@ StatusOr<Trigger> parse_trigger(std::string_view text) {
       st = flag(&t.with_flops);
     } else if (key == "REPORT") {
       st = flag(&t.report);
+    } else if (key == "CUDA_MEMORY") {
+      st = flag(&t.cuda_memory);
     } else if (key == "DUMP") {
       std::optional<bool> dump;
       st = flag(&dump);
@@ -100,7 +102,7 @@ StatusOr<Trigger> parse_trigger(std::string_view text) {
     } else {
       st = invalid(where + "unknown key " + key +
                    " (known: STEPS, WARMUP, START_STEP, ROUNDUP, OUTPUT, RECORD_SHAPES, "
-                   "PROFILE_MEMORY, WITH_STACK, WITH_FLOPS, REPORT, DUMP)");
+                   "PROFILE_MEMORY, WITH_STACK, WITH_FLOPS, REPORT, CUDA_MEMORY, DUMP)");
     }
     if (!st.ok()) return st;
   }

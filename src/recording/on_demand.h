@@ -11,6 +11,8 @@
 //                      own trace handlers)
 //   RECORD_SHAPES, PROFILE_MEMORY, WITH_STACK, WITH_FLOPS, REPORT = 0|1 (default: the
 //                      session's Options)
+//   CUDA_MEMORY=0|1    record the CUDA caching allocator's history over the window and write
+//                      its memory snapshot beside the trace (docs/memory-snapshots.md)
 //   DUMP=1             a flight recorder dump (docs/flight-recorder.md); alone, no window
 // An empty file (or one with only comments) asks for nothing.
 #pragma once
@@ -31,7 +33,7 @@ struct Trigger {
   std::optional<int64_t> start_step;
   int64_t roundup = 1;
   std::string output;
-  std::optional<bool> record_shapes, profile_memory, with_stack, with_flops, report;
+  std::optional<bool> record_shapes, profile_memory, with_stack, with_flops, report, cuda_memory;
   bool dump = false;  // DUMP=1
   bool empty = true;  // no window key: no window asked
 };

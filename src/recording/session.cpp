@@ -8,6 +8,7 @@
 //   trace_delivery   the Trace -> its handlers, on the background writer
 //   session_log      every warning and error -> Options::log and the Status
 //   flight_stage     the flight recorder's rings, watchdog and crash dumps, beside the windows
+//   cuda_memory_history  the CUDA allocator's history and its snapshots (windows, OOM)
 #include "ptprof/session.h"
 
 #include <csignal>
@@ -26,6 +27,7 @@
 #include "gpu/gpu_backend.h"
 #include "ptprof/error.h"
 #include "recording/cost_calibration.h"
+#include "recording/cuda_memory_history.h"
 #include "recording/details.h"
 #include "recording/env_options.h"
 #include "recording/flight_stage.h"
@@ -86,6 +88,12 @@ void validate(const Options& o) {
   if (f.enabled && !(f.hang_seconds >= 0))
     throw Error("ptprof: Options.flight_recorder.hang_seconds must be >= 0 (got " +
                 std::to_string(f.hang_seconds) + ")");
+  const CudaMemoryHistoryOptions& m = o.cuda_memory_history;
+  if (m.max_entries < 1)
+    throw Error("ptprof: Options.cuda_memory_history.max_entries must be >= 1");
+  if (m.max_oom_dumps < 0)
+    throw Error("ptprof: Options.cuda_memory_history.max_oom_dumps must be >= 0 (got " +
+                std::to_string(m.max_oom_dumps) + ")");
   if (o.trigger_check_interval_ms < 0)
     throw Error("ptprof: Options.trigger_check_interval_ms must be >= 0 (got " +
                 std::to_string(o.trigger_check_interval_ms) + ")");
@@ -99,8 +107,15 @@ void validate(const Options& o) {
 }
 
 detail::WindowOptions session_window(const Options& o) {
-  return {o.record_shapes, o.profile_memory, o.with_stack,
-          o.with_flops,    o.report,         o.on_trace_ready};
+  detail::WindowOptions w;
+  w.record_shapes = o.record_shapes;
+  w.profile_memory = o.profile_memory;
+  w.with_stack = o.with_stack;
+  w.with_flops = o.with_flops;
+  w.report = o.report;
+  w.cuda_memory = o.cuda_memory_history.enabled;
+  w.handlers = o.on_trace_ready;
+  return w;
 }
 
 }  // namespace
@@ -142,6 +157,10 @@ class SessionImpl {
         }
       }
       if (opts_.flight_recorder.enabled) start_flight();
+      cuda_memory_ = std::make_unique<detail::CudaMemoryHistory>(
+          opts_.cuda_memory_history, window_.worker_name, log_,
+          detail::make_session_cuda_allocator_api());
+      cuda_memory_->start();
       triggers_ = std::make_unique<detail::TriggerPoller>(
           opts_.trigger_file, opts_.trigger_check_interval_ms, opts_.trigger_signal);
       poll_triggers();  // a request already in the file is taken at step 0
@@ -305,6 +324,7 @@ class SessionImpl {
     // A window's options hold from its install (warmup) to its close.
     window_.options = schedule_.next_window();
     const detail::WindowOptions& w = window_.options;
+    cuda_memory_->window_installed(w.cuda_memory);
     detail::CaptureOptions capture;
     capture.inputs = w.record_shapes || w.with_flops;
     capture.inputs_for_flops_only = w.with_flops && !w.record_shapes;
@@ -354,6 +374,9 @@ class SessionImpl {
     window_.end_ns = detail::now_ns();
     const int64_t close_start = window_.end_ns;
     detail::Collected collected = detail::Recorder::get().end_window();
+    // The allocator's state as the window ends, before its trace is built.
+    std::shared_ptr<const std::string> snapshot =
+        cuda_memory_->window_closed(window_.options.cuda_memory, save);
     if (!save) {
       if (gpu_) gpu_->begin_window(window_.end_ns);  // drop GPU records of the discarded window
       return;
@@ -362,6 +385,19 @@ class SessionImpl {
     // the new one is built, so the two are not both held for the budget's sake.
     last_trace_.reset();
     std::vector<TraceHandlerPtr> handlers = window_handlers(window_.options);
+    if (snapshot) {
+      if (handlers.empty() && opts_.cuda_memory_history.dir.empty()) {
+        warning(StatusCode::kFailedPrecondition,
+                "window " + std::to_string(window_.index) +
+                    ": no trace handler and no Options.cuda_memory_history.dir, so its CUDA "
+                    "memory snapshot is not written");
+      } else {
+        // After the trace handlers (it goes beside their files), before the report.
+        const std::size_t at = handlers.size() - (window_.options.report ? 1 : 0);
+        handlers.insert(handlers.begin() + static_cast<std::ptrdiff_t>(at),
+                        cuda_memory_->snapshot_handler(std::move(snapshot)));
+      }
+    }
     if (!handlers.empty()) delivery_.wait_for_room();
     window_.gpu_unavailable.reset();
     if (want_cuda_ && !gpu_) window_.gpu_unavailable = gpu_reason_;
@@ -414,6 +450,7 @@ class SessionImpl {
     triggers_.reset();  // the signal goes back to its previous handler
     step_rf_.reset();
     if (installed_) uninstall();
+    if (cuda_memory_) cuda_memory_->stop();
     flight_.stop();
   }
 
@@ -436,6 +473,7 @@ class SessionImpl {
   std::string gpu_reason_;
   std::unique_ptr<detail::TriggerPoller> triggers_;
   detail::FlightStage flight_;
+  std::unique_ptr<detail::CudaMemoryHistory> cuda_memory_;
   detail::Symbolizer symbolizer_;  // its symbol tables are loaded once, for every window
 
   int64_t step_num_ = 0;

@@ -58,6 +58,7 @@ StatusOr<int64_t> WindowSchedule::arm(const Trigger& t, int64_t now, bool captur
   if (t.with_stack) w.with_stack = *t.with_stack;
   if (t.with_flops) w.with_flops = *t.with_flops;
   if (t.report) w.report = *t.report;
+  if (t.cuda_memory) w.cuda_memory = *t.cuda_memory;
   if (!t.output.empty()) w.handlers = {tensorboard_trace_handler(t.output)};
   demand_ = t;
   demand_start_ = *start;

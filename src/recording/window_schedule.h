@@ -22,6 +22,7 @@ struct WindowOptions {
   bool with_stack = false;
   bool with_flops = false;
   bool report = false;  // ptprof's report after the handlers (Options::report)
+  bool cuda_memory = false;  // a CUDA memory snapshot beside the trace (cuda_memory_history)
   std::vector<TraceHandlerPtr> handlers;
 };
 

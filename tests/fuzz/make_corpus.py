@@ -212,6 +212,37 @@ def eh_frames():
             ("realign_outermost", eh_frame_section([(0x200, realign), (0x10, outermost)]))]
 
 
+def memory_snapshots():
+    """(name, bytes) of small CUDA memory snapshots, as Python's pickle writes them (protocols 2
+    and 4: MEMOIZE, FRAME), and one libtorch's pickler wrote (restore_type_tag, memoized keys)."""
+    import pickle
+    frames = [{"name": "forward", "filename": "train.cpp", "line": 12}]
+    snap = {"segments": [{"device": 0, "address": 1 << 40, "total_size": 4096,
+                          "allocated_size": 512, "active_size": 512, "requested_size": 500,
+                          "stream": 0, "segment_type": "small", "segment_pool_id": (0, 0),
+                          "is_expandable": False, "frames": frames,
+                          "blocks": [{"address": 1 << 40, "size": 512, "requested_size": 500,
+                                      "state": "active_allocated", "frames": frames},
+                                     {"address": (1 << 40) + 512, "size": 3584,
+                                      "requested_size": 0, "state": "inactive", "frames": []}]}],
+            "device_traces": [[
+                {"action": "alloc", "addr": 1 << 40, "size": 512, "stream": 0, "time_us": 10,
+                 "frames": frames},
+                {"action": "free_requested", "addr": 5, "size": 64, "stream": 3, "time_us": 11,
+                 "frames": []},
+                {"action": "free_completed", "addr": 5, "size": 64, "stream": 3, "time_us": 12,
+                 "frames": []},
+                {"action": "oom", "device_free": 0, "size": 1 << 33, "stream": 0,
+                 "time_us": 13, "frames": frames}]]}
+    # libtorch's own pickler (the fixture make_snapshots.py takes from torch._C._pickle_save).
+    with open(os.path.join(HERE, "..", "core", "trace", "fixtures", "memory_snapshot",
+                           "torch_typed.pickle"), "rb") as f:
+        typed = f.read()
+    return [("python_p2.pickle", pickle.dumps(snap, protocol=2)),
+            ("python_p4.pickle", pickle.dumps(snap, protocol=4)),
+            ("torch_typed.pickle", typed)]
+
+
 def main():
     for name, text in traces():
         write("trace_reader", name, text)
@@ -229,6 +260,8 @@ def main():
         write("sort_by", "name%02d" % i, name)
     for name, data in eh_frames():
         write("eh_frame_cfi", name, data)
+    for name, data in memory_snapshots():
+        write("memory_snapshot", name, data)
 
 
 if __name__ == "__main__":

@@ -333,5 +333,43 @@ TEST_F(GpuCheckScript, FullRunWithoutAGpuSaysSo) {
   EXPECT_EQ(run(dir_ + "/full"), 3);
 }
 
+// gpu_memory_snapshot_check's memory.json: a window's snapshot read back with trace entries
+// and stack frames, and an OOM snapshot holding the failed request; anything less fails.
+TEST_F(GpuCheckScript, FlagsMissingOrEmptyCudaMemorySnapshots) {
+  write_json(dir_ + "/ptprof.json", ptprof_trace());
+  json memory = {{"steps", 6},
+                 {"baseline_step_ms", 1.0},
+                 {"history_step_ms", 1.2},
+                 {"oom_bytes", 1000},
+                 {"oom_thrown", true},
+                 {"traces", 1},
+                 {"window_snapshots",
+                  {{{"path", "w.memory_snapshot.pickle"}, {"bytes", 90000}, {"segments", 4},
+                    {"trace_entries", 300}, {"stacks", 20}, {"frames", 400},
+                    {"peak_bytes", 1 << 24}, {"ooms", 0}, {"oom_requested", 0}}}},
+                 {"oom_snapshots",
+                  {{{"path", "w.oom.memory_snapshot.pickle"}, {"bytes", 91000}, {"segments", 4},
+                    {"trace_entries", 310}, {"stacks", 21}, {"frames", 410},
+                    {"peak_bytes", 1 << 24}, {"ooms", 1}, {"oom_requested", 1024}}}},
+                 {"messages", json::array()}};
+  const std::string args =
+      "--verify-only " + dir_ + "/ptprof.json --memory " + dir_ + "/memory.json " + dir_;
+  write_json(dir_ + "/memory.json", memory);
+  ASSERT_EQ(run(args), 0);
+  EXPECT_EQ(read_json(dir_ + "/gpu-check.json").at("memory").at("history_step_ms"), 1.2);
+  json bad = memory;
+  bad["oom_snapshots"] = json::array();  // the observer wrote nothing
+  write_json(dir_ + "/memory.json", bad);
+  EXPECT_EQ(run(args), 1);
+  bad = memory;
+  bad["window_snapshots"][0]["frames"] = 0;  // no C++ stacks
+  write_json(dir_ + "/memory.json", bad);
+  EXPECT_EQ(run(args), 1);
+  bad = memory;
+  bad["window_snapshots"][0] = {{"path", "w.memory_snapshot.pickle"}, {"read_error", "bad pickle"}};
+  write_json(dir_ + "/memory.json", bad);
+  EXPECT_EQ(run(args), 1);
+}
+
 }  // namespace
 }  // namespace ptprof::detail
